@@ -1,0 +1,43 @@
+# Every target builds what it needs: `make reproduce-table1` and `make test` work on a fresh clone.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+RUN := $(PY) -m nalu.run
+TABLES := $(PY) -m nalu.tables
+# cells run two at a time (one torch thread each); JOBS=1 runs them one by one
+JOBS ?= 2
+SWEEP := hydra/launcher=local2 hydra.launcher.n_jobs=$(JOBS)
+export WANDB_MODE ?= offline
+
+.PHONY: help install test bench reproduce-table1 reproduce-table5 clean
+
+help:  ## list the targets
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $@
+
+install: $(VENV)/.installed  ## build .venv (pip install -e ".[dev]")
+
+test: install  ## run the test suite (about 5 minutes on 2 cores)
+	WANDB_MODE=disabled $(PY) -m pytest -q
+
+bench: install  ## print throughput figures (member-steps per second)
+	$(PY) scripts/bench.py
+
+reproduce-table1: install  ## Table 1: static + recurrent arithmetic, 10 seeds per cell -> results/table1.*
+	$(RUN) -m +experiment=table1_static $(SWEEP)
+	$(RUN) -m +experiment=table1_recurrent $(SWEEP)
+	$(TABLES) table1 --static multirun/table1_static --recurrent multirun/table1_recurrent --out results
+
+reproduce-table5: install  ## Table 5 + Figure 1: identity function, 17 models x 100 seeds -> results/table5.*, figure1.*
+	$(RUN) -m +experiment=table5 $(SWEEP)
+	$(RUN) -m +experiment=table5_units $(SWEEP)
+	$(TABLES) table5 --runs multirun/table5 --out results
+
+clean:  ## remove run directories (not results/)
+	rm -rf runs multirun outputs wandb

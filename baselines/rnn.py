@@ -1,0 +1,93 @@
+"""Gated recurrent baselines (LSTM, GRU) with a linear read-out, batched over seeds.
+
+The equations are those of ``torch.nn.LSTM`` / ``torch.nn.GRU`` (Hochreiter & Schmidhuber 1997;
+Cho et al. 2014), as is the initialisation ``U(-1/sqrt(H), 1/sqrt(H))``. The ungated ReLU and
+tanh RNNs are ``baselines.mlp.MLP`` with ``recurrent=True`` (see ``nalu.stack``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor, nn
+
+from nalu import ensemble
+from nalu.errors import ConfigError, check_choice
+
+GATES = {"lstm": 4, "gru": 3}
+
+
+class GatedCell(nn.Module):
+    """One LSTM or GRU step for every member: ``state -> state`` given ``x_t``."""
+
+    def __init__(self, kind: str, in_features: int, hidden: int, members: int):
+        super().__init__()
+        self.kind, self.hidden = check_choice("cell", kind, GATES), hidden
+        n = GATES[kind] * hidden
+        self.W_x = nn.Parameter(torch.empty(members, n, in_features))
+        self.W_h = nn.Parameter(torch.empty(members, n, hidden))
+        self.b_x = nn.Parameter(torch.empty(members, 1, n))
+        self.b_h = nn.Parameter(torch.empty(members, 1, n))
+
+    def init_member(self, i: int, g: torch.Generator) -> None:
+        bound = 1.0 / math.sqrt(self.hidden)
+        for p in (self.W_x, self.W_h, self.b_x, self.b_h):
+            p.data[i].uniform_(-bound, bound, generator=g)
+
+    def initial_state(self, members: int, batch: int, like: Tensor) -> tuple[Tensor, ...]:
+        h = like.new_zeros(members, batch, self.hidden)
+        return (h, h.clone()) if self.kind == "lstm" else (h,)
+
+    def forward(self, x_t: Tensor, state: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+        gx = ensemble.member_matmul(x_t, self.W_x) + self.b_x
+        gh = ensemble.member_matmul(state[0], self.W_h) + self.b_h
+        if self.kind == "lstm":
+            h, c = state
+            i, f, g, o = (gx + gh).chunk(4, dim=-1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            return torch.sigmoid(o) * torch.tanh(c), c
+        (h,) = state
+        xr, xz, xn = gx.chunk(3, dim=-1)
+        hr, hz, hn = gh.chunk(3, dim=-1)
+        r, z = torch.sigmoid(xr + hr), torch.sigmoid(xz + hz)
+        n = torch.tanh(xn + r * hn)
+        return ((1 - z) * n + z * h,)
+
+
+class GatedRNN(nn.Module):
+    """``[M|1, B, T, in] -> [M, B, out]``: a gated cell over time, then a linear read-out.
+
+    ``readout_state="last"`` reads ``h_T``; ``"sum"`` reads ``sum_t h_t`` (the summed-state LSTM
+    of the paper's Section 4.3).
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        members: int,
+        hidden: Sequence[int],
+        cell: str = "lstm",
+        readout_state: str = "last",
+        recurrent: bool = True,
+    ):
+        super().__init__()
+        if not recurrent:
+            raise ConfigError(f"{cell} is a sequence model; use it with a recurrent task")
+        if len(hidden) != 1:
+            raise ConfigError(f"{cell} takes one hidden size, got {list(hidden)}")
+        self.readout_state = check_choice("readout_state", readout_state, ("last", "sum"))
+        self.cell = GatedCell(cell, in_features, hidden[0], members)
+        self.readout = ensemble.Linear(hidden[0], out_features, members)
+        self.members = members
+
+    def forward(self, x: Tensor) -> Tensor:
+        state = self.cell.initial_state(self.members, x.shape[1], x)
+        total = 0
+        for t in range(x.shape[2]):
+            state = self.cell(x[:, :, t], state)
+            if self.readout_state == "sum":
+                total = total + state[0]
+        return self.readout(total if self.readout_state == "sum" else state[0])

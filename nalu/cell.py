@@ -1,0 +1,76 @@
+"""One cell of a sweep: build a model for all its seeds, train it, and summarise each seed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+from torch import nn
+
+from nalu.ensemble import init_members
+from nalu.errors import ConfigError
+from nalu.train import FitResult, Problem, fit
+
+
+def model_factory(model_cfg: DictConfig) -> Callable[..., nn.Module]:
+    """The partial a model config describes (its ``name`` is a label, not an argument)."""
+    cfg = OmegaConf.to_container(model_cfg, resolve=True)
+    cfg.pop("name", None)
+    return instantiate(cfg)
+
+
+def build_model(
+    factory: Callable[..., nn.Module], in_features: int, out_features: int, members: int,
+    recurrent: bool = False,
+) -> nn.Module:  # fmt: skip
+    """Call a model config's partial with the sizes the task supplies."""
+    try:
+        return factory(in_features=in_features, out_features=out_features, members=members,
+                       recurrent=recurrent)  # fmt: skip
+    except TypeError as e:
+        raise ConfigError(f"model config does not fit this task: {e}") from None
+
+
+def summarise(result: FitResult, seeds: list[int]) -> list[dict]:
+    """One JSON-able record per seed."""
+
+    def at(metrics: dict, i: int) -> dict:
+        return {k: float(v[i]) for k, v in metrics.items()}
+
+    out = []
+    for i, seed in enumerate(seeds):
+        diverged = int(result.diverged_step[i])
+        best = int(result.best_step[i])
+        out.append({
+            "seed": int(seed),
+            "diverged": diverged >= 0,
+            "diverged_step": diverged if diverged >= 0 else None,
+            "best_step": best if best >= 0 else None,
+            "init": at(result.init, i),
+            "final": at(result.final, i),
+            "best": at(result.best, i),
+        })  # fmt: skip
+    return out
+
+
+def train_cell(
+    cfg: DictConfig, problem: Problem, in_features: int, out_features: int, recurrent: bool,
+    log, select: str | None,
+) -> tuple[dict, FitResult]:  # fmt: skip
+    """Build ``cfg.model`` for every seed in ``cfg.seeds``, train it on ``problem``, summarise."""
+    seeds = list(cfg.seeds)
+    model = build_model(model_factory(cfg.model), in_features, out_features, len(seeds), recurrent)
+    init_members(model, seeds)
+    optimizer = instantiate(cfg.optimizer)(model.parameters())
+    result = fit(
+        model, problem, optimizer, steps=cfg.task.steps, eval_every=cfg.task.eval_every,
+        select=select, log=log.metrics, progress=cfg.progress, desc=log.name,
+    )  # fmt: skip
+    summary = {
+        "steps": result.steps,
+        "train_wall_s": round(result.wall_s, 2),
+        "parameters_per_member": sum(p[0].numel() for p in model.parameters()),
+        "members": summarise(result, seeds),
+    }
+    return summary, result

@@ -1,0 +1,109 @@
+"""Batched seeds: all seeds of one cell train as one model with a leading member dimension.
+
+Every parameter of an ensemble model has shape ``[M, ...]``, one slice per seed ("member").
+Activations are ``[M, B, features]``; an input that is the same for every member (a shared test
+set) may be given as ``[1, B, features]`` and is broadcast without copying.
+
+Members never interact:
+- each member is initialised from a generator seeded with its own seed (``init_members``), so a
+  seed starts from the same weights whether it trains alone or beside nine others;
+- the loss is a sum of per-member losses, so each member's gradient is its own loss's gradient;
+- Adam is elementwise, so each member's update depends on its own gradients only;
+- a diverged member is frozen (``freeze_members``): its gradients and Adam moments are zeroed,
+  so its weights stay where they were and nothing of it leaks into the others.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import torch
+from torch import Tensor, nn
+
+
+def member_matmul(x: Tensor, weight: Tensor) -> Tensor:
+    """``x @ weight^T`` per member: ``x`` is ``[M|1, B, in]``, ``weight`` is ``[M, out, in]``."""
+    M, out, inp = weight.shape
+    if x.shape[0] == M:
+        return torch.bmm(x, weight.transpose(1, 2))
+    if x.shape[0] == 1:  # shared input: one [B, in] @ [in, M*out] product for all members
+        y = x[0] @ weight.reshape(M * out, inp).T
+        return y.view(x.shape[1], M, out).transpose(0, 1).contiguous()
+    raise ValueError(f"input has {x.shape[0]} members, weights have {M}")
+
+
+def glorot_uniform_(t: Tensor, fan_in: int, fan_out: int, g: torch.Generator) -> None:
+    """Glorot & Bengio (2010) uniform initialisation of one member's slice, in place."""
+    bound = math.sqrt(6.0 / (fan_in + fan_out))
+    t.uniform_(-bound, bound, generator=g)
+
+
+class Linear(nn.Module):
+    """``y = x W^T + b`` with one ``W`` (and ``b``) per member.
+
+    Initialised like ``torch.nn.Linear``: ``U(-1/sqrt(in), 1/sqrt(in))`` for weight and bias.
+    """
+
+    def __init__(self, in_features: int, out_features: int, members: int, bias: bool = True):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = nn.Parameter(torch.empty(members, out_features, in_features))
+        self.bias = nn.Parameter(torch.empty(members, 1, out_features)) if bias else None
+
+    def init_member(self, i: int, g: torch.Generator) -> None:
+        bound = 1.0 / math.sqrt(self.in_features)
+        self.weight.data[i].uniform_(-bound, bound, generator=g)
+        if self.bias is not None:
+            self.bias.data[i].uniform_(-bound, bound, generator=g)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.bias is not None and x.shape[0] == self.weight.shape[0]:
+            return torch.baddbmm(self.bias, x, self.weight.transpose(1, 2))  # fused bias add
+        y = member_matmul(x, self.weight)
+        return y if self.bias is None else y + self.bias
+
+
+def init_members(model: nn.Module, seeds: Sequence[int]) -> None:
+    """Initialise member ``i`` of every sub-module from a generator seeded with ``seeds[i]``.
+
+    Modules take part by defining ``init_member(i, generator)``; they are visited in registration
+    order, so member ``i``'s weights depend on ``seeds[i]`` and the architecture only.
+    """
+    for i, seed in enumerate(seeds):
+        g = torch.Generator().manual_seed(int(seed))
+        with torch.no_grad():
+            for module in model.modules():
+                if hasattr(module, "init_member"):
+                    module.init_member(i, g)
+
+
+def member_view(mask: Tensor, like: Tensor) -> Tensor:
+    """Reshape a ``[M]`` mask so that it broadcasts against a ``[M, ...]`` tensor."""
+    return mask.view(-1, *([1] * (like.dim() - 1)))
+
+
+def mask_dead_gradients(params: Iterable[nn.Parameter], alive: Tensor) -> None:
+    """Zero (and de-NaN) the gradients of members that are not alive."""
+    for p in params:
+        if p.grad is not None:
+            p.grad = torch.where(member_view(alive, p.grad), p.grad, torch.zeros_like(p.grad))
+
+
+def freeze_members(optimizer: torch.optim.Optimizer, dead: Tensor) -> None:
+    """Zero the optimiser state (e.g. Adam moments) of dead members so their weights stop moving."""
+    for state in optimizer.state.values():
+        for key, value in state.items():
+            if isinstance(value, Tensor) and value.dim() > 0 and value.shape[0] == dead.shape[0]:
+                value[dead] = 0.0
+
+
+def copy_members(dst: Iterable[Tensor], src: Iterable[Tensor], mask: Tensor) -> None:
+    """``dst[m] = src[m]`` for members where ``mask`` is true (used to keep best-step weights)."""
+    with torch.no_grad():
+        for d, s in zip(dst, src, strict=True):
+            d.copy_(torch.where(member_view(mask, d), s, d))
+
+
+def count_members(model: nn.Module) -> int:
+    return next(model.parameters()).shape[0]

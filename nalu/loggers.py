@@ -1,0 +1,71 @@
+"""Where training curves go: always a CSV history in the run directory, optionally wandb.
+
+``history.csv`` is in long format (``step, seed, metric, value``), one row per seed and metric at
+every evaluation; ``python -m nalu.tables curves <run dir>`` plots it.
+
+With ``logger=wandb`` every seed of a cell becomes one wandb run (named ``<cell>/seed<k>``,
+grouped by the experiment), logged in offline mode unless ``logger.mode`` says otherwise, so no
+account and no network are needed; the ``wandb sync`` command is printed at the end.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import sys
+from pathlib import Path
+
+from torch import Tensor
+
+
+class RunLogger:
+    def __init__(
+        self,
+        out_dir: Path,
+        name: str,
+        seeds: list[int],
+        group: str,
+        wandb_cfg: dict | None = None,
+        config: dict | None = None,
+    ):
+        self.name, self.seeds, self.out_dir = name, seeds, out_dir
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self._file = open(out_dir / "history.csv", "w", newline="")
+        self._csv = csv.writer(self._file)
+        self._csv.writerow(["step", "seed", "metric", "value"])
+        self._wandb_runs: list = []
+        if wandb_cfg:
+            self._open_wandb(wandb_cfg, group, config or {})
+
+    def _open_wandb(self, cfg: dict, group: str, config: dict) -> None:
+        import wandb
+
+        mode = cfg.get("mode") or "offline"
+        os.environ.setdefault("WANDB_SILENT", "true")
+        for seed in self.seeds:
+            self._wandb_runs.append(wandb.init(
+                project=cfg.get("project", "nalu-suite"), entity=cfg.get("entity"), group=group,
+                job_type=self.name, name=f"{self.name}/seed{seed}", mode=mode,
+                dir=str(self.out_dir), config={**config, "seed": seed}, reinit="create_new",
+            ))  # fmt: skip
+
+    def metrics(self, step: int, metrics: dict[str, Tensor]) -> None:
+        for i, seed in enumerate(self.seeds):
+            row = {k: float(v[i]) for k, v in metrics.items()}
+            for k, value in row.items():
+                self._csv.writerow([step, seed, k, repr(value)])
+            if self._wandb_runs:
+                self._wandb_runs[i].log(row, step=step)
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+        if not self._wandb_runs:
+            return
+        offline = [r for r in self._wandb_runs if r.settings.mode == "offline"]
+        for run in self._wandb_runs:
+            run.finish()
+        if offline:
+            print(f"wandb: {len(offline)} offline runs in {self.out_dir / 'wandb'}; to upload:\n"
+                  f"  wandb sync {self.out_dir / 'wandb'}/offline-run-*", file=sys.stderr)  # fmt: skip
+        self._wandb_runs = []

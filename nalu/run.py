@@ -1,0 +1,139 @@
+"""The one runner: ``python -m nalu.run task=<task> model=<model> [overrides]`` (or ``nalu-run``).
+
+One Hydra job trains one *cell* (a task, a model, and every other config value) for all of its
+seeds at once, and writes ``<run dir>/metrics.json`` atomically. It knows nothing task-specific:
+``tasks.<task.name>.run(cfg, log)`` does the work and returns a JSON-able dict.
+
+A sweep (``-m``) writes each cell to ``multirun/<name>/<overrides>/``; rerunning the same sweep
+skips every cell whose ``metrics.json`` is complete and was made by the same config, and redoes
+cells that are missing or half-written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import sys
+import time
+from pathlib import Path
+
+import hydra
+import torch
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from nalu.errors import ConfigError
+from nalu.io import read_json, write_json_atomic
+from nalu.loggers import RunLogger
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+# config keys that do not change results: a cell made with other values of these is still valid
+NOT_HASHED = ("logger", "progress", "force", "threads", "name")
+
+
+def config_hash(cfg: DictConfig) -> str:
+    data = OmegaConf.to_container(cfg, resolve=True)
+    for key in NOT_HASHED:
+        data.pop(key, None)
+    return hashlib.sha256(OmegaConf.to_yaml(OmegaConf.create(data)).encode()).hexdigest()[:16]
+
+
+def is_complete(out_dir: Path, cfg_hash: str) -> bool:
+    m = read_json(out_dir / "metrics.json")
+    return bool(m and m.get("complete") and m.get("config_hash") == cfg_hash)
+
+
+def resolve_seeds(seeds) -> list[int]:
+    """``seeds: 10`` means seeds 0..9; a list means exactly those seeds."""
+    if isinstance(seeds, int):
+        if seeds < 1:
+            raise ConfigError(f"seeds must be >= 1, got {seeds}")
+        return list(range(seeds))
+    seeds = [int(s) for s in seeds]
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ConfigError(f"seeds must be a non-empty list of distinct integers, got {seeds}")
+    return seeds
+
+
+def cell_name(cfg: DictConfig) -> str:
+    return f"{cfg.task.cell_name}/{cfg.model.name}"
+
+
+def run_job(cfg: DictConfig, out_dir: Path) -> dict | None:
+    """Run one cell into ``out_dir``; return its metrics, or None if it was already complete."""
+    with open_dict(cfg):
+        cfg.seeds = resolve_seeds(OmegaConf.to_object(cfg.seeds) if OmegaConf.is_list(cfg.seeds)
+                                  else cfg.seeds)  # fmt: skip
+    digest = config_hash(cfg)
+    name = cell_name(cfg)
+    if not cfg.force and is_complete(out_dir, digest):
+        print(f"skip {name}: complete in {out_dir}", file=sys.stderr)
+        return None
+
+    torch.set_num_threads(cfg.threads)
+    torch.manual_seed(0)  # nothing should draw from the global generator; pin it anyway
+    task = importlib.import_module(f"tasks.{cfg.task.name}")
+    wandb_cfg = OmegaConf.to_container(cfg.logger) if cfg.logger.name == "wandb" else None
+    log = RunLogger(out_dir, name, list(cfg.seeds), group=cfg.name, wandb_cfg=wandb_cfg,
+                    config=OmegaConf.to_container(cfg, resolve=True))  # fmt: skip
+    start = time.perf_counter()
+    try:
+        result = task.run(cfg, log)
+    finally:
+        log.close()
+    metrics = {
+        "complete": True,
+        "config_hash": digest,
+        "cell": name,
+        "task": cfg.task.name,
+        "model": cfg.model.name,
+        "name": cfg.name,
+        "seeds": list(cfg.seeds),
+        "wall_s": round(time.perf_counter() - start, 2),
+        **result,
+        "config": OmegaConf.to_container(cfg, resolve=True),
+    }
+    write_json_atomic(out_dir / "metrics.json", metrics)
+    n_div = sum(m.get("diverged", False) for m in metrics.get("members", []))
+    print(f"done {name}: {len(cfg.seeds)} seeds, {n_div} diverged, {metrics['wall_s']:.0f} s "
+          f"-> {out_dir / 'metrics.json'}", file=sys.stderr)  # fmt: skip
+    return metrics
+
+
+@hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")
+def _hydra_main(cfg: DictConfig) -> None:
+    try:
+        run_job(cfg, Path(HydraConfig.get().runtime.output_dir))
+    except ConfigError as e:
+        raise SystemExit(f"error: {e}") from None
+
+
+def check_group_choices(argv: list[str], config_dir: Path = CONFIG_DIR) -> None:
+    """Refuse ``group=name`` overrides that name no config file, in one line listing the valid ones.
+
+    (Hydra's own message for this spans several lines and hides the list in the middle.)
+    """
+    groups = {p.name for p in config_dir.iterdir() if p.is_dir() and p.name != "hydra"}
+    for arg in argv:
+        if arg.startswith("-") or "=" not in arg:
+            continue
+        key, value = arg.split("=", 1)
+        key = key.lstrip("+~")
+        if key not in groups or value.startswith(("range(", "choice(", "glob(")):
+            continue
+        valid = sorted(p.stem for p in (config_dir / key).glob("*.yaml"))
+        for choice in value.split(","):
+            if choice and choice not in valid:
+                raise ConfigError(f"unknown {key} '{choice}'; valid: {', '.join(valid)}")
+
+
+def main() -> None:
+    try:
+        check_group_choices(sys.argv[1:])
+    except ConfigError as e:
+        raise SystemExit(f"error: {e}") from None
+    _hydra_main()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""Layer stacks, used feed-forward or as a recurrent model (Trask et al. 2018, Section 4.1).
+
+``Stack`` chains layers ``in -> hidden[0] -> ... -> out``. With ``recurrent=True`` the first
+layer becomes the recurrent cell: at every time step it reads ``[x_t, h_{t-1}]`` and writes
+``h_t`` (``h_0 = 0``); the remaining layers read the last state out. For NAC and NALU with
+``hidden=[2]`` this is the paper's "two units stacked end to end" recurrent model; for a dense
+layer with a ReLU or tanh it is the classic Elman RNN with its read-out.
+
+Every model of the suite is built by a callable with the signature
+``(in_features, out_features, members, recurrent) -> nn.Module``; feed-forward models map
+``[M|1, B, in] -> [M, B, out]``, recurrent ones ``[M|1, B, T, in] -> [M, B, out]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from nalu.errors import ConfigError, check_choice
+from nalu.units import UNITS
+
+# (in_features, out_features, members, last) -> layer
+LayerFactory = Callable[[int, int, int, bool], nn.Module]
+
+
+class Stack(nn.Module):
+    def __init__(
+        self,
+        layer: LayerFactory,
+        in_features: int,
+        out_features: int,
+        members: int,
+        hidden: Sequence[int],
+        recurrent: bool = False,
+    ):
+        super().__init__()
+        hidden = list(hidden)
+        if recurrent and not hidden:
+            raise ConfigError("a recurrent stack needs at least one hidden layer (its state)")
+        sizes = [in_features, *hidden, out_features]
+        if recurrent:
+            sizes[0] += hidden[0]  # the cell reads [x_t, h_{t-1}]
+        n = len(sizes) - 1
+        self.layers = nn.ModuleList(
+            layer(sizes[k], sizes[k + 1], members, k == n - 1) for k in range(n)
+        )
+        self.recurrent = recurrent
+        self.state_size = hidden[0] if recurrent else 0
+
+    def forward(self, x: Tensor) -> Tensor:
+        layers = iter(self.layers)
+        if self.recurrent:
+            cell = next(layers)
+            x = recur(cell, x, self.state_size)
+        for layer in layers:
+            x = layer(x)
+        return x
+
+
+def recur(cell: nn.Module, x: Tensor, state_size: int, members: int | None = None) -> Tensor:
+    """Run ``h_t = cell([x_t, h_{t-1}])`` over ``x`` of shape ``[M|1, B, T, in]``; return ``h_T``."""
+    M = members or _members_of(cell)
+    h = x.new_zeros(M, x.shape[1], state_size)
+    for t in range(x.shape[2]):
+        x_t = x[:, :, t]
+        if x_t.shape[0] != M:
+            x_t = x_t.expand(M, -1, -1)
+        h = cell(torch.cat([x_t, h], dim=-1))
+    return h
+
+
+def _members_of(module: nn.Module) -> int:
+    return next(module.parameters()).shape[0]
+
+
+def units(
+    unit: str,
+    in_features: int,
+    out_features: int,
+    members: int,
+    hidden: Sequence[int],
+    recurrent: bool = False,
+    **unit_kwargs,
+) -> Stack:
+    """A stack of arithmetic units (``unit`` in ``nalu.units.UNITS``) with no nonlinearity between."""
+    cls = UNITS[check_choice("unit", unit, UNITS)]
+
+    def layer(i: int, o: int, m: int, last: bool) -> nn.Module:
+        return cls(i, o, m, **unit_kwargs)
+
+    return Stack(layer, in_features, out_features, members, hidden, recurrent)

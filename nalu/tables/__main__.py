@@ -1,0 +1,3 @@
+from nalu.tables import main
+
+main()

@@ -1,0 +1,77 @@
+"""Shared pieces of the result tables: reading run directories, seed statistics, formatting."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from nalu.io import read_json, write_text_atomic
+
+PAPER_DIR = Path(__file__).resolve().parents[2] / "results" / "paper"
+
+
+def load_cells(*roots: Path) -> list[dict]:
+    """Every complete ``metrics.json`` under ``roots``; warns about cells that are not complete."""
+    cells, incomplete = [], []
+    for root in roots:
+        root = Path(root)
+        if not root.exists():
+            print(f"warning: {root} does not exist (run its sweep first)", file=sys.stderr)
+            continue
+        for history in sorted(root.rglob("history.csv")):
+            m = read_json(history.parent / "metrics.json")
+            if m and m.get("complete"):
+                cells.append(m)
+            else:
+                incomplete.append(history.parent)
+    for d in incomplete:
+        print(f"warning: {d} is incomplete and left out (rerun its sweep to finish it)",
+              file=sys.stderr)  # fmt: skip
+    return cells
+
+
+def paper(name: str) -> pd.DataFrame:
+    return pd.read_csv(PAPER_DIR / f"{name}.csv", dtype=str, keep_default_na=False)
+
+
+def paper_float(value: str) -> float:
+    """The paper's printed value as a number (``>999`` -> inf, empty -> nan)."""
+    if value.startswith(">"):
+        return math.inf
+    try:
+        return float(value)
+    except ValueError:
+        return math.nan
+
+
+def fmt(x: float, digits: int = 1, cap: float = 999.0) -> str:
+    """Like the paper prints scores: one decimal, ``>999`` above the cap."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    if x > cap:
+        return f">{cap:.0f}"
+    return f"{x:.{digits}f}"
+
+
+def quantiles(values: np.ndarray) -> tuple[float, float, float]:
+    """(q25, median, q75); non-finite values (diverged seeds) take part as +inf."""
+    if not len(values):
+        return math.nan, math.nan, math.nan
+    big = 1e300  # stands for +inf, so that interpolating towards it stays "infinite"
+    q = np.quantile(np.where(np.isfinite(values), values, big), [0.25, 0.5, 0.75])
+    return tuple(float(x) if x < big / 10 else math.inf for x in q)
+
+
+def to_markdown(df: pd.DataFrame) -> str:
+    return df.to_markdown(index=False, disable_numparse=True)
+
+
+def write_table(out: Path, stem: str, markdown: str, frame: pd.DataFrame) -> list[Path]:
+    md, csv = out / f"{stem}.md", out / f"{stem}.csv"
+    write_text_atomic(md, markdown)
+    write_text_atomic(csv, frame.to_csv(index=False))
+    return [md, csv]

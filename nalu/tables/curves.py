@@ -1,0 +1,35 @@
+"""Plot a run's CSV history (``<run dir>/history.csv``) without wandb: one panel per metric."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+
+def plot(run_dir: Path, out: Path | None = None) -> Path:
+    run_dir = Path(run_dir)
+    path = run_dir / "history.csv"
+    if not path.exists():
+        raise SystemExit(f"error: {path} not found; give a run directory made by nalu.run")
+    h = pd.read_csv(path)
+    metrics = list(dict.fromkeys(h.metric))
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 3.4), squeeze=False)
+    for ax, metric in zip(axes[0], metrics):
+        d = h[h.metric == metric].pivot_table(index="step", columns="seed", values="value")
+        for seed in d.columns:
+            ax.plot(d.index, d[seed], lw=1, label=f"seed {seed}")
+        ax.set(title=metric, xlabel="step")
+        if (d.values[pd.notna(d.values)] > 0).all():
+            ax.set_yscale("log")
+    axes[0][-1].legend(fontsize=6, ncol=2)
+    fig.suptitle(str(run_dir), fontsize=8)
+    fig.tight_layout()
+    out = Path(out) if out else run_dir / "curves.png"
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out

@@ -1,0 +1,72 @@
+"""The neural arithmetic units of Trask et al. (2018), Section 2, batched over seeds.
+
+Shapes follow ``nalu.ensemble``: inputs ``[M|1, B, in]``, weights ``[M, out, in]``.
+
+Initialisation is not given by the paper; every weight matrix here is Glorot-uniform
+(``nalu.ensemble.glorot_uniform_``), which puts ``tanh(W_hat) * sigmoid(M_hat)`` near zero.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from nalu.ensemble import glorot_uniform_, member_matmul
+
+
+class NAC(nn.Module):
+    """Neural accumulator (Eq. 1):  ``W = tanh(W_hat) * sigmoid(M_hat)``,  ``a = W x``.
+
+    ``W`` is pushed towards {-1, 0, 1}, so the unit adds and subtracts inputs without scaling
+    them. No bias.
+    """
+
+    def __init__(self, in_features: int, out_features: int, members: int):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.W_hat = nn.Parameter(torch.empty(members, out_features, in_features))
+        self.M_hat = nn.Parameter(torch.empty(members, out_features, in_features))
+
+    def init_member(self, i: int, g: torch.Generator) -> None:
+        for p in (self.W_hat, self.M_hat):
+            glorot_uniform_(p.data[i], self.in_features, self.out_features, g)
+
+    @property
+    def W(self) -> Tensor:
+        return torch.tanh(self.W_hat) * torch.sigmoid(self.M_hat)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return member_matmul(x, self.W)
+
+
+class NALU(nn.Module):
+    """Neural arithmetic logic unit (Eq. 2), with the paper's tied weights and no bias::
+
+        g = sigmoid(G x)
+        a = W x                          (a NAC)
+        m = exp(W log(|x| + eps))        (the same W, in log space)
+        y = g * a + (1 - g) * m
+
+    The multiplicative path drops the sign of ``x`` and ``exp`` overflows for large inputs: both
+    are part of the behaviour being reproduced, so nothing here clips or guards them.
+    ``eps`` is not given by the paper (default 1e-7).
+    """
+
+    def __init__(self, in_features: int, out_features: int, members: int, eps: float = 1e-7):
+        super().__init__()
+        self.in_features, self.out_features, self.eps = in_features, out_features, eps
+        self.nac = NAC(in_features, out_features, members)
+        self.G = nn.Parameter(torch.empty(members, out_features, in_features))
+
+    def init_member(self, i: int, g: torch.Generator) -> None:
+        glorot_uniform_(self.G.data[i], self.in_features, self.out_features, g)
+
+    def forward(self, x: Tensor) -> Tensor:
+        W = self.nac.W
+        a = member_matmul(x, W)
+        m = torch.exp(member_matmul(torch.log(torch.abs(x) + self.eps), W))
+        g = torch.sigmoid(member_matmul(x, self.G))
+        return g * a + (1 - g) * m
+
+
+UNITS: dict[str, type[nn.Module]] = {"nac": NAC, "nalu": NALU}

@@ -1,0 +1,192 @@
+"""Static and recurrent arithmetic (Trask et al. 2018, Section 4.1, Table 1), shared by both tasks.
+
+An input ``x`` in R^n (static) or a sequence ``x_1..x_T`` in R^n (recurrent) holds two fixed,
+overlapping, contiguous sub-sections; ``a`` and ``b`` are their sums (over time too, for the
+recurrent task), and the target is ``op(a, b)``. Defaults follow Madsen & Johansen (ICLR 2020):
+subsets of 25% of ``n``, overlapping by half, at an offset fixed per seed.
+
+Evaluation sets are drawn once from fixed seeds, so every model and every seed sees the same
+inputs (targets differ per seed, since the subsets do):
+- ``validation``: interpolation inputs, used only to pick each seed's best step;
+- ``interpolation``: interpolation inputs, reported;
+- ``extrapolation``: inputs whose ``a`` lies above every training ``a`` (larger values for the
+  static task, longer sequences for the recurrent one).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from hydra.utils import instantiate
+from omegaconf import DictConfig
+from torch import Tensor, nn
+
+from nalu.cell import build_model, train_cell
+from nalu.ensemble import init_members
+from nalu.errors import ConfigError, check_choice
+from nalu.seeding import generator
+from nalu.train import Metrics
+
+# op name -> (the paper's row label, function of a and b)
+OPS: dict[str, tuple[str, Callable[[Tensor, Tensor], Tensor]]] = {
+    "add": ("a+b", lambda a, b: a + b),
+    "sub": ("a-b", lambda a, b: a - b),
+    "mul": ("a*b", lambda a, b: a * b),
+    "div": ("a/b", lambda a, b: a / b),
+    "square": ("a^2", lambda a, b: a * a),
+    "sqrt": ("sqrt(a)", lambda a, b: torch.sqrt(a)),
+}
+SPLITS = ("validation", "interpolation", "extrapolation")
+
+
+@dataclass(frozen=True)
+class Split:
+    low: float
+    high: float
+    length: int  # time steps; 1 for the static task
+    samples: int
+
+
+def subset_layout(n: int, subset_ratio: float, overlap_ratio: float) -> tuple[int, int, int]:
+    """(subset size, overlap, span) of the two sub-sections of an n-vector."""
+    size = max(1, math.floor(subset_ratio * n))
+    overlap = math.floor(overlap_ratio * size)
+    span = 2 * size - overlap
+    if span > n:
+        raise ConfigError(f"two subsets of {size} overlapping by {overlap} do not fit in {n} inputs")
+    return size, overlap, span
+
+
+def subset_masks(n: int, size: int, overlap: int, seed: int) -> tuple[Tensor, Tensor]:
+    """0/1 masks of ``a`` and ``b`` over the n inputs, at an offset drawn from ``seed``."""
+    span = 2 * size - overlap
+    offset = int(torch.randint(0, n - span + 1, (1,), generator=generator(seed, "subsets")))
+    a, b = torch.zeros(n), torch.zeros(n)
+    a[offset : offset + size] = 1
+    b[offset + size - overlap : offset + span] = 1
+    return a, b
+
+
+def check_splits(train: Split, extrap: Split, op: str) -> None:
+    """Refuse ranges under which extrapolation would not test extrapolation."""
+    for name, s in (("interpolation", train), ("extrapolation", extrap)):
+        if not s.low < s.high:
+            raise ConfigError(f"{name} range [{s.low}, {s.high}] is empty: low must be < high")
+        if op == "sqrt" and s.low < 0:
+            raise ConfigError(f"sqrt(a) needs a >= 0, but the {name} range starts at {s.low}")
+        if op == "div" and s.low <= 0 <= s.high:
+            raise ConfigError(f"a/b needs b != 0, but the {name} range [{s.low}, {s.high}] holds 0")
+    # every extrapolation ``a`` must lie above every training ``a`` (a = length * size * x)
+    if not (extrap.length * extrap.low >= train.length * train.high
+            and extrap.length * extrap.high > train.length * train.high):  # fmt: skip
+        raise ConfigError(
+            f"extrapolation (values [{extrap.low}, {extrap.high}], length {extrap.length}) does not "
+            f"exceed training (values [{train.low}, {train.high}], length {train.length}): "
+            "every extrapolation sum must lie above every training sum"
+        )
+
+
+class ArithmeticProblem:
+    """Data and evaluation of one arithmetic cell, for all its seeds (see ``nalu.train.Problem``)."""
+
+    def __init__(self, cfg: DictConfig, seeds: Sequence[int], recurrent: bool):
+        self.op = check_choice("op", cfg.op, OPS)
+        self.fn = OPS[self.op][1]
+        self.recurrent = recurrent
+        self.members = len(seeds)
+        self.n = cfg.input_size
+        self.batch_size = cfg.batch_size
+        self.train = Split(cfg.interpolation.low, cfg.interpolation.high, cfg.length, 0)
+        extrap = Split(cfg.extrapolation.low, cfg.extrapolation.high, cfg.extrapolation_length,
+                       cfg.extrapolation_samples)  # fmt: skip
+        check_splits(self.train, extrap, self.op)
+        size, overlap, _ = subset_layout(self.n, cfg.subset_ratio, cfg.overlap_ratio)
+        masks = [subset_masks(self.n, size, overlap, s) for s in seeds]
+        self.mask_a = torch.stack([a for a, _ in masks])  # [M, n]
+        self.mask_b = torch.stack([b for _, b in masks])
+        # shared_batches: every member trains on the same input stream (drawn from data_seed) and
+        # the first layer's input work is done once for all; else each seed draws its own stream.
+        self.shared_batches = cfg.shared_batches
+        self.data_gens = ([generator("arithmetic", "train_data", cfg.data_seed)] if self.shared_batches
+                          else [generator(s, "train_data") for s in seeds])  # fmt: skip
+        interp = Split(self.train.low, self.train.high, self.train.length, cfg.test_samples)
+        self.sets = {
+            "validation": self._draw(interp, "validation"),
+            "interpolation": self._draw(interp, "interpolation"),
+            "extrapolation": self._draw(extrap, "extrapolation"),
+        }
+
+    # -- data ------------------------------------------------------------------------------
+    def _shape(self, batch: int, length: int) -> tuple[int, ...]:
+        return (batch, length, self.n) if self.recurrent else (batch, self.n)
+
+    def _draw(self, split: Split, name: str) -> tuple[Tensor, Tensor]:
+        """A fixed evaluation set shared by every member: inputs ``[1, N, ...]``, targets ``[M, N, 1]``."""
+        x = torch.empty(self._shape(split.samples, split.length))
+        x.uniform_(split.low, split.high, generator=generator("arithmetic", name, self.n))
+        return x.unsqueeze(0), self.targets(x.unsqueeze(0))
+
+    def operands(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """``a`` and ``b`` per member, ``[M, N]``, for inputs ``[M|1, N, ...]``."""
+        if self.recurrent:
+            x = x.sum(dim=2)  # sum over time
+        if x.shape[0] == 1:
+            return (x[0] @ self.mask_a.T).T, (x[0] @ self.mask_b.T).T
+        return (x * self.mask_a[:, None]).sum(-1), (x * self.mask_b[:, None]).sum(-1)
+
+    def targets(self, x: Tensor) -> Tensor:
+        return self.fn(*self.operands(x)).unsqueeze(-1)
+
+    def batch(self) -> tuple[Tensor, Tensor]:
+        x = torch.empty(len(self.data_gens), *self._shape(self.batch_size, self.train.length))
+        for i, g in enumerate(self.data_gens):
+            x[i].uniform_(self.train.low, self.train.high, generator=g)
+        return x, self.targets(x)
+
+    # -- evaluation ------------------------------------------------------------------------
+    def evaluate(self, model: nn.Module) -> Metrics:
+        return {name: mse(model, x, y) for name, (x, y) in self.sets.items()}
+
+    def reference_mse(self, model: nn.Module) -> Metrics:
+        """Mean MSE over the members of a randomly initialised ``model``, against each seed's targets."""
+        out = {}
+        for name in ("interpolation", "extrapolation"):
+            x, y = self.sets[name]
+            pred = predict(model, x)[..., 0]  # [R, N]
+            t = y[..., 0]  # [M, N]
+            # mean_r mean_n (p_rn - t_mn)^2, without materialising [R, M, N]
+            cross = pred.mean(0) @ t.T / t.shape[1]  # [M]
+            out[name] = (pred.square().mean() - 2 * cross + t.square().mean(1)).clamp_min(0)
+        return out
+
+
+def predict(model: nn.Module, x: Tensor, chunk: int = 2000) -> Tensor:
+    with torch.no_grad():
+        return torch.cat([model(x[:, i : i + chunk]) for i in range(0, x.shape[1], chunk)], dim=1)
+
+
+def mse(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
+    """Mean squared error per member, ``[M]``."""
+    return (predict(model, x) - y).square().flatten(1).mean(1)
+
+
+def run(cfg: DictConfig, log, recurrent: bool) -> dict:
+    """Train every seed of one (model, op) cell and return its metrics (see ``nalu.run``)."""
+    seeds = list(cfg.seeds)
+    problem = ArithmeticProblem(cfg.task, seeds, recurrent)
+    in_features = cfg.task.input_size
+    result, _ = train_cell(cfg, problem, in_features, 1, recurrent, log, select="validation")
+
+    ref_cfg = cfg.task.reference
+    ref_seeds = [ref_cfg.seed + r for r in range(ref_cfg.members)]
+    ref_model = build_model(instantiate(ref_cfg.model), in_features, 1, len(ref_seeds), recurrent)
+    init_members(ref_model, ref_seeds)
+    reference = problem.reference_mse(ref_model)
+
+    members = result.pop("members")
+    for i, m in enumerate(members):
+        m["reference"] = {k: float(v[i]) for k, v in reference.items()}
+    return {**result, "members": members, "op": problem.op, "label": OPS[problem.op][0]}

@@ -1,0 +1,12 @@
+"""Recurrent arithmetic (Table 1, right): ``op(a, b)`` of subset sums over a sequence ``x_1..x_T``.
+
+Trained on sequences of length 10, extrapolation on length 1000 (Trask et al. 2018, Section 4.1).
+"""
+
+from omegaconf import DictConfig
+
+from tasks import arithmetic
+
+
+def run(cfg: DictConfig, log) -> dict:
+    return arithmetic.run(cfg, log, recurrent=True)
