@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
+from typing import NoReturn
 
 
 class ConfigError(ValueError):
@@ -15,3 +17,9 @@ def check_choice(what: str, value: str, valid: Iterable[str]) -> str:
     if value not in valid:
         raise ConfigError(f"unknown {what} '{value}'; valid: {', '.join(valid)}")
     return value
+
+
+def exit_with(error: Exception) -> NoReturn:
+    """Print ``error: <message>`` on one line and exit with status 2 (a usage error)."""
+    print(f"error: {error}", file=sys.stderr)
+    raise SystemExit(2)

@@ -22,7 +22,7 @@ import torch
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from nalu.errors import ConfigError
+from nalu.errors import ConfigError, exit_with
 from nalu.io import read_json, write_json_atomic
 from nalu.loggers import RunLogger
 
@@ -105,7 +105,7 @@ def _hydra_main(cfg: DictConfig) -> None:
     try:
         run_job(cfg, Path(HydraConfig.get().runtime.output_dir))
     except ConfigError as e:
-        raise SystemExit(f"error: {e}") from None
+        exit_with(e)
 
 
 def check_group_choices(argv: list[str], config_dir: Path = CONFIG_DIR) -> None:
@@ -131,7 +131,7 @@ def main() -> None:
     try:
         check_group_choices(sys.argv[1:])
     except ConfigError as e:
-        raise SystemExit(f"error: {e}") from None
+        exit_with(e)
     _hydra_main()
 
 

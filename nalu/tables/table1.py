@@ -139,11 +139,13 @@ def build(static: Path, recurrent: Path, out: Path, checkpoint: str = "best",
                                            if not math.isnan(r.ours) else f"- / {r.paper_printed}")  # fmt: skip
             table.append(row)
     missing = int(df.ours.isna().sum())
-    extended = df.assign(
-        ours=df.ours.map(fmt), median=df["median"].map(fmt),
-        spread=[f"{fmt(a)}-{fmt(b)}" for a, b in zip(df.q25, df.q75)],
-        solved=[f"{s:.0f}/{n:.0f}" if n == n else "-" for s, n in zip(df.solved, df.seeds)],
-        diverged=[f"{d:.0f}/{n:.0f}" if n == n else "-" for d, n in zip(df.diverged, df.seeds)],
+    ran = df.dropna(subset=["ours"])
+    extended = ran.assign(
+        ours=ran.ours.map(fmt), median=ran["median"].map(fmt),
+        spread=[f"{fmt(a)}-{fmt(b)}" for a, b in zip(ran.q25, ran.q75)],
+        solved=[f"{s:.0f}/{n:.0f}" for s, n in zip(ran.solved, ran.seeds)],
+        diverged=[f"{d:.0f}/{n:.0f}" for d, n in zip(ran.diverged, ran.seeds)],
+        chosen_seed=ran.chosen_seed.astype("Int64"), chosen_step=ran.chosen_step.astype("Int64"),
     )[["task", "range", "function", "model", "ours", "paper_printed", "verdict", "median",
        "spread", "solved", "diverged", "chosen_seed", "chosen_step"]]  # fmt: skip
     agree = (df.verdict == "match").sum() + (df.verdict == "match (>999)").sum()
@@ -151,8 +153,8 @@ def build(static: Path, recurrent: Path, out: Path, checkpoint: str = "best",
         "# Table 1: static and recurrent arithmetic (scaled error)",
         caption(cells, checkpoint, reference, solved_below),
         to_markdown(pd.DataFrame(table)),
-        f"{agree} of {len(df)} cells match the paper at its printed precision "
-        f"(both 0.0, or both >999); {missing} cells were not run.",
+        f"{agree} of {len(df)} entries match the paper at its printed precision "
+        f"(both 0.0, or both >999); {missing} entries were not run.",
         "## Extended: seed statistics per cell",
         "`spread` is the inter-quartile range over seeds; `verdict` compares ours with the paper "
         "(`worse`: the paper prints 0.0 and we do not; `xK`: ours is K times the paper's).",

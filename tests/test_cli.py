@@ -1,0 +1,118 @@
+"""The command line as a user meets it: one-line errors, resumable sweeps, launchers, loggers."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from .conftest import TINY_ARITHMETIC, cli
+
+RUN = ["-m", "nalu.run"]
+
+
+@pytest.mark.parametrize("args,valid", [
+    (["model=foo"], "unknown model 'foo'; valid: gru, lstm, mlp, nac, nalu, none"),
+    (["-m", "model=nac,foo"], "unknown model 'foo'"),
+    (["task=bar"], "unknown task 'bar'; valid: identity, recurrent_arithmetic, static_arithmetic"),
+    (["task.op=pow", "task.steps=1"], "unknown op 'pow'; valid: add, div, mul, sqrt, square, sub"),
+    (["model=mlp", "model.activation_name=Swish"], "unknown activation 'Swish'; valid: CELU, ELU"),
+    (["task.extrapolation.low=1", "task.extrapolation.high=2"], "does not exceed training"),
+    (["task=recurrent_arithmetic", "model=lstm", "task.extrapolation_length=5"], "does not exceed"),
+    (["task=static_arithmetic", "model=lstm"], "lstm is a sequence model"),
+])  # fmt: skip
+def test_bad_input_gives_one_line_error(workdir, args, valid):
+    p = cli(RUN + args + ["progress=false"], workdir, check=False)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and valid in lines[0], p.stderr
+    assert not list(workdir.rglob("metrics.json"))
+
+
+def test_sweep_resumes_without_redoing_complete_cells(workdir):
+    args = RUN + ["-m", "model=nac,none", "task.op=add", "name=resume"] + TINY_ARITHMETIC
+    cli(args, workdir)
+    cells = sorted((workdir / "multirun" / "resume").glob("*/metrics.json"))
+    assert len(cells) == 2
+    done, broken = cells
+    done_mtime = done.stat().st_mtime_ns
+    broken.write_text(broken.read_text()[:100])  # a half-written file
+    (broken.parent / "history.csv").write_text("garbage")
+    p = cli(args, workdir)
+    assert "skip static/add/nac: complete" in p.stderr
+    assert done.stat().st_mtime_ns == done_mtime
+    redone = json.loads(broken.read_text())
+    assert redone["complete"] and len(redone["members"]) == 2
+    assert (broken.parent / "history.csv").read_text().startswith("step,seed,metric,value")
+
+
+def test_tiny_table1_end_to_end(workdir):
+    """Both Table 1 sweeps through the real experiment files (cut down), then the table."""
+    cli(RUN + ["-m", "+experiment=table1_static", "model=nac,nalu", "task.op=add",
+               "hydra/launcher=local2"] + TINY_ARITHMETIC, workdir)  # fmt: skip
+    cli(RUN + ["-m", "+experiment=table1_recurrent", "model=nac,lstm", "task.op=mul"]
+        + TINY_ARITHMETIC, workdir)  # fmt: skip
+    out = workdir / "results"
+    cli(["-m", "nalu.tables", "table1", "--static", str(workdir / "multirun/table1_static"),
+         "--recurrent", str(workdir / "multirun/table1_recurrent"), "--out", str(out)], workdir)  # fmt: skip
+    md = (out / "table1.md").read_text()
+    assert "| interpolation | a+b" in md and "/ 0.0" in md
+    assert "88 entries were not run" in md  # 48 cells x 2 ranges, 4 cells run
+    import pandas as pd
+
+    df = pd.read_csv(out / "table1.csv")
+    ran = df.dropna(subset=["ours"])
+    assert len(ran) == 8 and set(ran.model) == {"nac", "nalu", "lstm"}
+    assert (ran.seeds == 2).all() and {"median", "solved", "diverged", "paper"} <= set(df.columns)
+
+
+def test_tiny_table5_end_to_end(workdir):
+    tiny = ["progress=false", "task.steps=20", "task.eval_every=10", "seeds=3", "task.table5.points=101"]
+    cli(RUN + ["-m", "+experiment=table5", "model.activation_name=ReLU,PReLU,Threshold"] + tiny, workdir)
+    cli(RUN + ["-m", "+experiment=table5_units", "model=nalu"] + tiny, workdir)
+    out = workdir / "results"
+    cli(["-m", "nalu.tables", "table5", "--runs", str(workdir / "multirun/table5"), "--out", str(out)],
+        workdir)  # fmt: skip
+    md = (out / "table5.md").read_text()
+    for name in ("| relu ", "| prelu ", "| threshold ", "| nalu "):
+        assert name in md
+    assert (out / "figure1.png").stat().st_size > 10_000
+    import pandas as pd
+
+    f1 = pd.read_csv(out / "figure1.csv")
+    assert set(f1.nonlinearity) == {"relu", "prelu", "threshold", "nalu"}
+    assert f1.loc[f1.nonlinearity == "relu", "paper_at_plus20"].item() == 1.0
+
+
+def test_submitit_local_launcher(workdir):
+    cli(RUN + ["-m", "hydra/launcher=submitit_local", "model=nac", "name=slurmish"] + TINY_ARITHMETIC,
+        workdir)  # fmt: skip
+    m = json.loads(next((workdir / "multirun" / "slurmish").glob("*/metrics.json")).read_text())
+    assert m["complete"] and m["model"] == "nac"
+
+
+def test_wandb_offline_logs_each_seed_and_prints_sync(workdir):
+    env_mode = os.environ.get("WANDB_MODE")
+    os.environ["WANDB_MODE"] = "offline"
+    try:
+        import subprocess
+        import sys
+
+        p = subprocess.run([sys.executable, *RUN, "logger=wandb", *TINY_ARITHMETIC], cwd=workdir,
+                           capture_output=True, text=True, timeout=300)  # fmt: skip
+    finally:
+        os.environ["WANDB_MODE"] = env_mode or "disabled"
+    assert p.returncode == 0, p.stderr
+    assert "wandb sync" in p.stderr
+    runs = list(workdir.rglob("offline-run-*"))
+    assert len(runs) == 2  # one per seed
+    assert all(any(f.suffix == ".wandb" and f.stat().st_size > 0 for f in r.iterdir()) for r in runs)
+
+
+def test_curves_plot_from_history(workdir):
+    cli(RUN + TINY_ARITHMETIC, workdir)
+    run_dir = next(workdir.rglob("history.csv")).parent
+    cli(["-m", "nalu.tables", "curves", str(run_dir)], workdir)
+    assert (run_dir / "curves.png").stat().st_size > 10_000

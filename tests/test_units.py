@@ -1,0 +1,114 @@
+"""NAC and NALU: exact hand-set solutions, weight bounds, finite gradients."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from nalu.ensemble import init_members
+from nalu.stack import units
+from nalu.units import NAC, NALU
+from tasks.arithmetic import OPS, ArithmeticProblem
+
+from .conftest import compose
+
+BIG = 20.0  # tanh(20) and sigmoid(20) are exactly 1 in float32
+
+
+def set_weights(nac: NAC, W: torch.Tensor) -> None:
+    """Make ``tanh(W_hat) * sigmoid(M_hat) == W`` for W in {-1, 0, 1} and |W| < 1 elsewhere."""
+    with torch.no_grad():
+        nac.M_hat.fill_(BIG)
+        exact = W.abs() == 1
+        nac.W_hat.copy_(torch.where(exact, W.sign() * BIG, torch.atanh(W.clamp(-0.999, 0.999))))
+
+
+def hand_set_nalu(W: list[float], gate: float) -> NALU:
+    unit = NALU(len(W), 1, members=1)
+    set_weights(unit.nac, torch.tensor([[W]]))
+    with torch.no_grad():
+        unit.G.fill_(gate)  # +BIG: additive path; -BIG: multiplicative path (inputs are positive)
+    return unit
+
+
+@pytest.fixture
+def ab():
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.rand(2, 1000, generator=g) * 9 + 1  # in [1, 10]
+    return a, b, torch.stack([a, b], -1).unsqueeze(0)  # x: [1, N, 2]
+
+
+@pytest.mark.parametrize("W,gate,expected", [
+    ([1, 1], BIG, lambda a, b: a + b),
+    ([1, -1], BIG, lambda a, b: a - b),
+    ([1, 1], -BIG, lambda a, b: a * b),
+    ([1, -1], -BIG, lambda a, b: a / b),
+    ([0.5, 0], -BIG, lambda a, b: torch.sqrt(a)),
+])  # fmt: skip
+def test_single_nalu_with_hand_set_weights_is_exact(ab, W, gate, expected):
+    a, b, x = ab
+    y = hand_set_nalu(W, gate)(x)[0, :, 0]
+    torch.testing.assert_close(y, expected(a, b), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", list(OPS))
+def test_two_layer_nalu_solves_static_task_exactly(op):
+    """Layer 1 computes a and b (a, a for a^2 and sqrt); layer 2 applies the operation."""
+    cfg = compose([f"task.op={op}", "task.test_samples=500", "task.extrapolation_samples=500"])
+    problem = ArithmeticProblem(cfg.task, [7], recurrent=False)
+    model = units("nalu", 100, 1, members=1, hidden=[2])
+    first, second = model.layers
+    second_b = problem.mask_b[0] if op in ("add", "sub", "mul", "div") else problem.mask_a[0]
+    set_weights(first.nac, torch.stack([problem.mask_a[0], second_b]).unsqueeze(0))
+    W2, gate = {"add": ([1, 1], BIG), "sub": ([1, -1], BIG), "mul": ([1, 1], -BIG),
+                "div": ([1, -1], -BIG), "square": ([1, 1], -BIG), "sqrt": ([0.5, 0], -BIG)}[op]
+    set_weights(second.nac, torch.tensor([[W2]], dtype=torch.float32))
+    with torch.no_grad():
+        first.G.fill_(BIG)
+        second.G.fill_(gate)
+    for split in ("interpolation", "extrapolation"):
+        x, y = problem.sets[split]
+        torch.testing.assert_close(model(x), y, rtol=1e-5, atol=1e-4)
+
+
+def test_nac_weights_stay_in_unit_interval():
+    nac = NAC(5, 3, members=4)
+    init_members(nac, range(4))
+    opt = torch.optim.Adam(nac.parameters(), lr=10.0)
+    x = torch.rand(4, 32, 5)
+    for _ in range(50):
+        opt.zero_grad()
+        (nac(x) - 1e4).square().mean().backward()
+        opt.step()
+        W = nac.W
+        assert W.min() >= -1 and W.max() <= 1
+    with torch.no_grad():
+        nac.W_hat.fill_(1e4)
+        nac.M_hat.fill_(1e4)
+    assert nac.W.max() == 1.0
+
+
+@pytest.mark.parametrize("unit", ["nac", "nalu"])
+@pytest.mark.parametrize("low,high", [(1, 2), (2, 6), (-5, 5), (-1000, 1000)])
+def test_gradients_are_finite_at_initialisation(unit, low, high):
+    model = units(unit, 100, 1, members=3, hidden=[2])
+    init_members(model, [0, 1, 2])
+    x = torch.empty(3, 64, 100).uniform_(low, high)
+    x[:, 0, :] = 0.0  # exact zeros too: log(|0| + eps) must not break the gradient
+    model(x).square().mean().backward()
+    for name, p in model.named_parameters():
+        assert torch.isfinite(p.grad).all(), name
+
+
+def test_recurrent_nac_sums_a_sequence_exactly():
+    """h_t = h_{t-1} + x_t (weights 1 on both) gives the running sum; read-out copies it."""
+    model = units("nac", 1, 1, members=1, hidden=[1], recurrent=True)
+    cell, readout = model.layers
+    set_weights(cell, torch.tensor([[[1.0, 1.0]]]))
+    set_weights(readout, torch.tensor([[[1.0]]]))
+    x = torch.rand(1, 8, 1000, 1) + 1
+    torch.testing.assert_close(model(x)[0, :, 0], x[0].sum((1, 2)), rtol=1e-5, atol=1e-3)
+    with torch.no_grad():
+        assert math.isclose(float(model(torch.ones(1, 1, 1000, 1))), 1000.0, rel_tol=1e-6)
