@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor, nn
 
+from nalu.ensemble import count_members
 from nalu.errors import ConfigError, check_choice
 from nalu.units import UNITS
 
@@ -59,9 +60,9 @@ class Stack(nn.Module):
         return x
 
 
-def recur(cell: nn.Module, x: Tensor, state_size: int, members: int | None = None) -> Tensor:
+def recur(cell: nn.Module, x: Tensor, state_size: int) -> Tensor:
     """Run ``h_t = cell([x_t, h_{t-1}])`` over ``x`` of shape ``[M|1, B, T, in]``; return ``h_T``."""
-    M = members or _members_of(cell)
+    M = count_members(cell)
     h = x.new_zeros(M, x.shape[1], state_size)
     for t in range(x.shape[2]):
         x_t = x[:, :, t]
@@ -69,10 +70,6 @@ def recur(cell: nn.Module, x: Tensor, state_size: int, members: int | None = Non
             x_t = x_t.expand(M, -1, -1)
         h = cell(torch.cat([x_t, h], dim=-1))
     return h
-
-
-def _members_of(module: nn.Module) -> int:
-    return next(module.parameters()).shape[0]
 
 
 def units(

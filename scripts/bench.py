@@ -1,0 +1,73 @@
+"""Throughput of the real training loop (``nalu.train.fit``), printed as member-steps per second.
+
+    make bench        (or: python scripts/bench.py [--steps N])
+
+A member-step is one optimiser step of one seed. Batching seeds pays when 10 members cost much
+less than 10 times one member: the suite's target is at least 4x the single-member throughput.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
+
+from nalu.cell import build_model, model_factory
+from nalu.ensemble import init_members
+from nalu.run import CONFIG_DIR
+from nalu.train import fit
+from tasks.arithmetic import ArithmeticProblem
+from tasks.identity import IdentityProblem
+
+
+def throughput(overrides: list[str], members: int, steps: int) -> float:
+    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("config", overrides + ["task.test_samples=100", "task.extrapolation_samples=10"]
+                      if "task=identity" not in overrides else overrides)  # fmt: skip
+    seeds = list(range(members))
+    if cfg.task.name == "identity":
+        problem, in_features, recurrent = IdentityProblem(cfg.task, seeds), 1, False
+    else:
+        recurrent = cfg.task.name.startswith("recurrent")
+        problem, in_features = ArithmeticProblem(cfg.task, seeds, recurrent), cfg.task.input_size
+    model = build_model(model_factory(cfg.model), in_features, 1, members, recurrent)
+    init_members(model, seeds)
+    opt = instantiate(cfg.optimizer)(model.parameters())
+    fit(model, problem, opt, steps=20, eval_every=10**9, progress=False)  # warm up
+    start = time.perf_counter()
+    fit(model, problem, opt, steps=steps, eval_every=10**9, progress=False)
+    return members * steps / (time.perf_counter() - start)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--steps", type=int, default=2000)
+    p.add_argument("--threads", type=int, default=1)
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    print(f"torch {torch.__version__}, {a.threads} thread(s), {a.steps} steps per measurement")
+    cases = [
+        ("static NALU (batch 128, input 100, hidden 2)",
+         ["task=static_arithmetic", "model=nalu", "task.op=mul"], (1, 10)),
+        ("static ReLU6 MLP (batch 128, input 100, hidden 2)",
+         ["task=static_arithmetic", "model=relu6", "task.op=mul"], (1, 10)),
+        ("recurrent NALU (batch 128, length 10, state 2)",
+         ["task=recurrent_arithmetic", "model=nalu", "task.op=mul"], (1, 10)),
+        ("recurrent LSTM (batch 128, length 10, state 2)",
+         ["task=recurrent_arithmetic", "model=lstm", "task.op=mul"], (1, 10)),
+        ("identity ReLU MLP (batch 64, 1-8-8-8-1)",
+         ["task=identity", "model=mlp", "model.activation_name=ReLU"], (1, 100)),
+    ]  # fmt: skip
+    for name, overrides, (m1, mn) in cases:
+        steps = a.steps if "static" in name or "identity" in name else a.steps // 5
+        one = throughput(overrides, m1, steps)
+        many = throughput(overrides, mn, steps)
+        print(f"{name}:\n  {m1:>3} member : {one:>9,.0f} member-steps/s"
+              f"\n  {mn:>3} members: {many:>9,.0f} member-steps/s  ({many / one:.1f}x)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
