@@ -56,11 +56,13 @@ def summarise(result: FitResult, seeds: list[int]) -> list[dict]:
 
 def train_cell(
     cfg: DictConfig, problem: Problem, in_features: int, out_features: int, recurrent: bool,
-    log, select: str | None,
+    log, select: str | None, factory: Callable[..., nn.Module] | None = None,
 ) -> tuple[dict, FitResult]:  # fmt: skip
-    """Build ``cfg.model`` for every seed in ``cfg.seeds``, train it on ``problem``, summarise."""
+    """Build ``cfg.model`` (or ``factory``, a task's own composite) for every seed in
+    ``cfg.seeds``, train it on ``problem``, and summarise each seed."""
     seeds = list(cfg.seeds)
-    model = build_model(model_factory(cfg.model), in_features, out_features, len(seeds), recurrent)
+    factory = factory or model_factory(cfg.model)
+    model = build_model(factory, in_features, out_features, len(seeds), recurrent)
     init_members(model, seeds)
     optimizer = instantiate(cfg.optimizer)(model.parameters())
     result = fit(

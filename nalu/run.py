@@ -28,7 +28,7 @@ from nalu.loggers import RunLogger
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 # config keys that do not change results: a cell made with other values of these is still valid
-NOT_HASHED = ("logger", "progress", "force", "threads", "name")
+NOT_HASHED = ("logger", "progress", "force", "threads", "name", "data_dir")
 
 
 def config_hash(cfg: DictConfig) -> str:

@@ -19,7 +19,10 @@ TASKS = sorted(p.stem for p in (CONFIG_DIR / "task").glob("*.yaml"))
 MODELS = sorted(p.stem for p in (CONFIG_DIR / "model").glob("*.yaml"))
 EXPERIMENTS = sorted(p.stem for p in (CONFIG_DIR / "experiment").glob("*.yaml"))
 SEQUENCE_ONLY = {"lstm", "gru"}
-INPUTS = {"identity": (1, False), "static_arithmetic": (100, False), "recurrent_arithmetic": (10, True)}
+# (input features, recurrent) of the model each task builds; MNIST tasks build a recurrent core
+# over 10 encoder features
+INPUTS = {"identity": (1, False), "static_arithmetic": (100, False), "recurrent_arithmetic": (10, True),
+          "mnist_counting": (10, True), "mnist_addition": (10, True)}
 
 
 @pytest.mark.parametrize("task", TASKS)

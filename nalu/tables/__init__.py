@@ -1,6 +1,7 @@
 """Result tables and figures, rebuilt from run directories (``python -m nalu.tables ...``).
 
     python -m nalu.tables table1 [--static DIR] [--recurrent DIR] [--out results]
+    python -m nalu.tables table2 [--runs DIR] [--out results]
     python -m nalu.tables table5 [--runs DIR] [--out results]
     python -m nalu.tables curves <run dir> [--out file.png]
 """
@@ -25,6 +26,9 @@ def main(argv: list[str] | None = None) -> None:
     t1.add_argument("--reference", choices=["random", "init"], default="random",
                     help="scale by random reference models, or by each model's own initial state")
     t1.add_argument("--solved-below", type=float, default=0.05)
+    t2 = sub.add_parser("table2", help="Table 2 (MNIST counting and addition)")
+    t2.add_argument("--runs", type=Path, default=Path("multirun/table2"))
+    t2.add_argument("--out", type=Path, default=Path("results"))
     t5 = sub.add_parser("table5", help="Table 5 and Figure 1 (identity function)")
     t5.add_argument("--runs", type=Path, default=Path("multirun/table5"))
     t5.add_argument("--out", type=Path, default=Path("results"))
@@ -37,6 +41,10 @@ def main(argv: list[str] | None = None) -> None:
         from nalu.tables import table1
 
         paths = table1.build(a.static, a.recurrent, a.out, a.checkpoint, a.reference, a.solved_below)
+    elif a.what == "table2":
+        from nalu.tables import table2
+
+        paths = table2.build(a.runs, a.out)
     elif a.what == "table5":
         from nalu.tables import identity
 

@@ -1,0 +1,65 @@
+"""A small convolutional digit encoder, batched over seeds with grouped convolutions.
+
+Two 5x5 convolutions with stride 2 (28x28 -> 12x12 -> 4x4) and a linear map to ``out_features``;
+member ``m`` owns channel group ``m`` of every convolution (``groups=M``), so members never mix.
+It is smaller than the two-convolution network of the PyTorch MNIST example (which has about
+1.2M weights) so that end-to-end training over digit series fits a laptop CPU; the channel counts
+are config values.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from nalu import ensemble
+
+MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
+
+
+class GroupedConv(nn.Module):
+    """One ``Conv2d`` per member (weights ``[M, out, in, k, k]``), run as one grouped convolution."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel: int, stride: int, members: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(members, out_channels, in_channels, kernel, kernel))
+        self.bias = nn.Parameter(torch.empty(members, out_channels))
+        self.in_channels, self.stride, self.members = in_channels, stride, members
+
+    def init_member(self, i: int, g: torch.Generator) -> None:
+        """``torch.nn.Conv2d``'s default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias."""
+        bound = 1.0 / math.sqrt(self.weight[0, 0].numel())
+        self.weight.data[i].uniform_(-bound, bound, generator=g)
+        self.bias.data[i].uniform_(-bound, bound, generator=g)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``[N, M * in, H, W] -> [N, M * out, H', W']``, member-major channels."""
+        w = self.weight.flatten(0, 1)
+        return F.conv2d(x, w, self.bias.flatten(), stride=self.stride, groups=self.members)
+
+
+class DigitEncoder(nn.Module):
+    """``[M|1, N, 28, 28]`` images (uint8 or float in [0, 1]) -> ``[M, N, out_features]``."""
+
+    def __init__(self, out_features: int, members: int, channels: tuple[int, int] = (8, 16)):
+        super().__init__()
+        c1, c2 = channels
+        self.members = members
+        self.conv1 = GroupedConv(1, c1, 5, 2, members)
+        self.conv2 = GroupedConv(c1, c2, 5, 2, members)
+        self.fc = ensemble.Linear(c2 * 16, out_features, members)
+
+    def forward(self, images: Tensor) -> Tensor:
+        M, N = self.members, images.shape[1]
+        x = images.float()
+        if images.dtype == torch.uint8:
+            x = x / 255.0
+        x = (x - MNIST_MEAN) / MNIST_STD
+        # members go to the channel axis: [N, M, 28, 28]
+        x = x[0].unsqueeze(1).expand(N, M, 28, 28) if x.shape[0] == 1 else x.transpose(0, 1)
+        h = F.relu(self.conv2(F.relu(self.conv1(x.contiguous()))))  # [N, M * c2, 4, 4]
+        h = h.view(N, M, -1).transpose(0, 1)  # [M, N, c2 * 16]
+        return self.fc(h.contiguous())

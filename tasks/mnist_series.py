@@ -1,0 +1,126 @@
+"""MNIST digit counting and digit addition (Trask et al. 2018, Section 4.2, Table 2).
+
+A series of MNIST digits goes through a convolutional encoder (``baselines.convnet``), trained end
+to end, and a recurrent core (any model of the suite run with ``recurrent=True``):
+- counting: how many of each digit class were seen (10 outputs);
+- addition: the sum of the digits seen (1 output).
+Training series have length 10 and come from the MNIST training images (the last
+``validation_images`` of them are held out to pick each seed's best step); test series have
+lengths 1, 10, 100 and 1000 and come from the MNIST test images. Length 1 is scored as
+classification accuracy (%: the rounded output equals the label, all 10 counts for counting),
+the others as mean absolute error (averaged over the 10 classes for counting).
+
+Series are never materialised as images: the encoder runs once over the test images, and a series
+is a row of indices into its outputs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from omegaconf import DictConfig
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from baselines.convnet import DigitEncoder
+from nalu.cell import model_factory, train_cell
+from nalu.errors import ConfigError, check_choice
+from nalu.seeding import generator
+from nalu.train import Metrics
+from tasks import mnist_data
+
+OUTPUTS = {"counting": 10, "addition": 1}
+
+
+class SeriesModel(nn.Module):
+    """Digit encoder, then a recurrent core over the encoded series."""
+
+    def __init__(self, encoder: nn.Module, core: nn.Module):
+        super().__init__()
+        self.encoder, self.core = encoder, core
+
+    def forward(self, images: Tensor) -> Tensor:
+        """``[M|1, B, T, 28, 28]`` -> ``[M, B, out]``."""
+        m, B, T = images.shape[:3]
+        feats = self.encoder(images.reshape(m, B * T, 28, 28))
+        return self.core(feats.view(feats.shape[0], B, T, -1))
+
+
+def load_split(root: Path, train: bool) -> tuple[Tensor, Tensor]:
+    from torchvision.datasets import MNIST
+
+    mnist_data.require(root)
+    ds = MNIST(str(root), train=train, download=False)
+    return ds.data, ds.targets
+
+
+class SeriesProblem:
+    def __init__(self, cfg: DictConfig, seeds: list[int], data_root: Path):
+        self.kind = check_choice("series task", cfg.kind, OUTPUTS)
+        self.members, self.batch_size, self.length = len(seeds), cfg.batch_size, cfg.length
+        images, labels = load_split(data_root, train=True)
+        n_val = cfg.validation_images
+        if not 0 < n_val < len(images):
+            raise ConfigError(f"validation_images must be in (0, {len(images)}), got {n_val}")
+        self.train_images, self.train_labels = images[:-n_val], labels[:-n_val]
+        self.val_images, self.val_labels = images[-n_val:], labels[-n_val:]
+        self.test_images, self.test_labels = load_split(data_root, train=False)
+        self.gen = generator("mnist_series", "train_data", cfg.data_seed)
+        self.val_index = self._series(len(self.val_images), cfg.validation_series, self.length, "val")
+        self.test_index = {int(L): self._series(len(self.test_images), int(n), int(L), f"test{L}")
+                           for L, n in cfg.test_series.items()}  # fmt: skip
+
+    @staticmethod
+    def _series(pool: int, n: int, length: int, name: str) -> Tensor:
+        return torch.randint(0, pool, (n, length), generator=generator("mnist_series", name))
+
+    def label(self, digits: Tensor) -> Tensor:
+        """Targets for series of digit labels ``[N, T]``: ``[N, 10]`` counts or ``[N, 1]`` sums."""
+        if self.kind == "counting":
+            return F.one_hot(digits, 10).sum(1).float()
+        return digits.sum(1, keepdim=True).float()
+
+    def batch(self) -> tuple[Tensor, Tensor]:
+        idx = torch.randint(0, len(self.train_images), (self.batch_size, self.length), generator=self.gen)
+        return self.train_images[idx].unsqueeze(0), self.label(self.train_labels[idx]).unsqueeze(0)
+
+    def _predict(self, model: SeriesModel, feats: Tensor, index: Tensor, chunk: int = 100) -> Tensor:
+        """The core's outputs for series given as rows of indices into ``feats`` ``[M, pool, F]``."""
+        return torch.cat([model.core(feats[:, index[i : i + chunk]]) for i in range(0, len(index), chunk)], 1)
+
+    def _encode(self, model: SeriesModel, images: Tensor, chunk: int = 2500) -> Tensor:
+        return torch.cat([model.encoder(images[i : i + chunk].unsqueeze(0))
+                          for i in range(0, len(images), chunk)], 1)  # fmt: skip
+
+    def evaluate(self, model: SeriesModel) -> Metrics:
+        val_feats = self._encode(model, self.val_images)
+        pred = self._predict(model, val_feats, self.val_index)
+        out = {"validation": (pred - self.label(self.val_labels[self.val_index])).square().mean((1, 2))}
+        test_feats = self._encode(model, self.test_images)
+        for L, index in self.test_index.items():
+            pred = self._predict(model, test_feats, index)
+            target = self.label(self.test_labels[index])
+            if L == 1:
+                hit = (pred.round() == target).all(-1).float()
+                out["accuracy_1"] = 100 * hit.mean(1)
+            else:
+                out[f"mae_{L}"] = (pred - target).abs().mean((1, 2))
+        return out
+
+
+def run(cfg: DictConfig, log) -> dict:
+    seeds = list(cfg.seeds)
+    kind = cfg.task.kind
+    problem = SeriesProblem(cfg.task, seeds, Path(cfg.data_dir))
+    core_factory = model_factory(cfg.model)
+
+    def factory(in_features: int, out_features: int, members: int, recurrent: bool) -> nn.Module:
+        encoder = DigitEncoder(cfg.task.encoder.features, members, tuple(cfg.task.encoder.channels))
+        core = core_factory(in_features=cfg.task.encoder.features, out_features=out_features,
+                            members=members, recurrent=True)  # fmt: skip
+        return SeriesModel(encoder, core)
+
+    summary, _ = train_cell(cfg, problem, 28 * 28, OUTPUTS[kind], True, log, select="validation",
+                            factory=factory)  # fmt: skip
+    return {**summary, "kind": kind}

