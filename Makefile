@@ -10,7 +10,7 @@ JOBS ?= 2
 SWEEP := hydra/launcher=local2 hydra.launcher.n_jobs=$(JOBS)
 export WANDB_MODE ?= offline
 
-.PHONY: help install data test bench reproduce-table1 reproduce-table2 reproduce-table5 clean
+.PHONY: help install data test bench reproduce-table1 reproduce-table2 reproduce-table4 reproduce-table5 clean
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -39,6 +39,10 @@ reproduce-table1: install  ## Table 1: static + recurrent arithmetic, 10 seeds p
 reproduce-table2: data  ## Table 2: MNIST counting + addition, 12 cells x 3 seeds -> results/table2.*
 	$(RUN) -m +experiment=table2 $(SWEEP)
 	$(TABLES) table2 --runs multirun/table2 --out results
+
+reproduce-table4: data  ## Table 4: MNIST parity, 7 final layers x 3 seeds -> results/table4.*
+	$(RUN) -m +experiment=table4 $(SWEEP)
+	$(TABLES) table4 --runs multirun/table4 --out results
 
 reproduce-table5: install  ## Table 5 + Figure 1: identity function, 17 models x 100 seeds -> results/table5.*, figure1.*
 	$(RUN) -m +experiment=table5 $(SWEEP)

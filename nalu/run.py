@@ -56,6 +56,9 @@ def resolve_seeds(seeds) -> list[int]:
 
 
 def cell_name(cfg: DictConfig) -> str:
+    """``<task cell>/<model>``; tasks that build their own model (``uses_model: false``) omit it."""
+    if not cfg.task.get("uses_model", True):
+        return cfg.task.cell_name
     return f"{cfg.task.cell_name}/{cfg.model.name}"
 
 

@@ -90,3 +90,51 @@ def test_tiny_table2_end_to_end(fake_mnist, workdir):
     df = pd.read_csv(out / "table2.csv").dropna(subset=["ours"])
     assert set(df.model) == {"nac", "gru"} and set(df.task) == {"counting", "addition"}
     assert len(df) == 16
+
+
+def test_tiny_table4_end_to_end(fake_mnist, workdir):
+    tiny = ["progress=false", "task.steps=4", "task.eval_every=2", "seeds=2", f"data_dir={fake_mnist}",
+            "task.validation_images=40", "task.validation_samples=8", "task.batch_size=4",
+            "task.test_samples=20"]  # fmt: skip
+    cli(["-m", "nalu.run", "-m", "+experiment=table4", "task.final_layer=nac,wx_plus_b"] + tiny, workdir)
+    out = workdir / "results"
+    cli(["-m", "nalu.tables", "table4", "--runs", str(workdir / "multirun/table4"), "--out", str(out)],
+        workdir)  # fmt: skip
+    md = (out / "table4.md").read_text()
+    assert "unverified" in md and "| NAC " in md and "| Wx + b " in md
+    import pandas as pd
+
+    df = pd.read_csv(out / "table4.csv").dropna(subset=["ours"])
+    assert set(df.layer) == {"nac", "wx_plus_b"} and (df.seeds == 2).all()
+
+
+def test_parity_inputs_and_targets(fake_mnist):
+    from tasks.mnist_parity import ParityProblem
+
+    cfg = compose(["task=mnist_parity", "task.validation_images=40", "task.validation_samples=8",
+                   "task.test_samples=20", "task.batch_size=5"])  # fmt: skip
+    p = ParityProblem(cfg.task, [0], fake_mnist)
+    x, y = p.batch()
+    assert x.shape == (1, 5, 4, 28, 28) and y.shape == (1, 5, 1)
+    assert set(x[0, :, :, 0, 0].flatten().tolist()) == {TRAIN}
+    assert p.test_index.max() < len(p.test_images) and p.val_index.max() < len(p.val_images)
+
+
+@pytest.mark.parametrize("variant", ["wx_plus_b", "sigmoid_w_x", "tanh_w_x_plus_b", "nac"])
+def test_final_layers_keep_their_weight_constraints(variant):
+    from baselines.constrained import ConstrainedLinear
+    from nalu.ensemble import init_members
+
+    layer = ConstrainedLinear(8, 1, members=2, variant=variant)
+    init_members(layer, [0, 1])
+    opt = torch.optim.Adam(layer.parameters(), lr=1.0)
+    for _ in range(20):
+        opt.zero_grad()
+        (layer(torch.rand(2, 16, 8)) - 100).square().mean().backward()
+        opt.step()
+    w = layer.nac.W if variant == "nac" else layer.map(layer.weight)
+    if variant.startswith("sigmoid"):
+        assert w.min() >= 0 and w.max() <= 1
+    elif variant != "wx_plus_b":
+        assert w.min() >= -1 and w.max() <= 1
+    assert (layer.bias is not None) == variant.endswith("plus_b")
