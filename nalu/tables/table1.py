@@ -105,8 +105,8 @@ def caption(cells: list[dict], checkpoint: str, reference: str, solved_below: fl
         "interpolation-validation MSE among seeds that did not diverge (the paper does not say "
         "how it combined seeds). Diverged seeds count as +inf in the median and never as solved.",
         *lines,
-        f"- solved = extrapolation score below {solved_below} (prints as 0.0 at the paper's "
-        "precision).",
+        f"- solved = the row's score below {solved_below} (it prints as 0.0 at the paper's "
+        "precision); the extrapolation rows are the ones that matter.",
     ])  # fmt: skip
 
 
