@@ -44,4 +44,5 @@ def test_verdict():
     assert verdict(3.0, 0.0) == "worse"
     assert verdict(0.0, 5.3) == "better"
     assert verdict(2000.0, math.inf) == "match (>999)"
+    assert verdict(27.0, math.inf) == "better"
     assert verdict(20.0, 10.0) == "x2"

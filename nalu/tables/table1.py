@@ -39,8 +39,8 @@ def verdict(ours: float, theirs: float) -> str:
         return "worse"
     if zero_ours:
         return "better"
-    if math.isinf(theirs) and ours > 999:
-        return "match (>999)"
+    if math.isinf(theirs):
+        return "match (>999)" if ours > 999 else "better"
     return f"x{ours / theirs:.2g}" if math.isfinite(ours / theirs) else "worse"
 
 
