@@ -17,6 +17,7 @@ def write_text_atomic(path: Path, text: str) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes files private; results are for everyone to read
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
