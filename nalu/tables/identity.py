@@ -46,7 +46,7 @@ def rows(cells: list[dict]) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame, path: Path, train: tuple[float, float]) -> None:
-    fig, ax = plt.subplots(figsize=(8, 5.5))
+    fig, ax = plt.subplots(figsize=(9.5, 5.5))
     cmap = plt.get_cmap("tab20")
     for i, r in df.iterrows():
         if r.curve_mean is None:
@@ -56,7 +56,7 @@ def plot(df: pd.DataFrame, path: Path, train: tuple[float, float]) -> None:
     ax.axvspan(*train, color="0.85", zorder=0, label="training range")
     ax.set(xlabel="input x", ylabel="mean absolute error", ylim=(0, 20),
            title="Identity function: MAE against input (mean over seeds)")  # fmt: skip
-    ax.legend(ncol=2, fontsize=7, loc="upper center")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     tmp = path.with_suffix(".tmp.png")
     fig.savefig(tmp, dpi=120)
