@@ -55,11 +55,17 @@ def resolve_seeds(seeds) -> list[int]:
     return seeds
 
 
-def cell_name(cfg: DictConfig) -> str:
+def cell_path(task_cell: str, model: str, uses_model: bool = True) -> str:
     """``<task cell>/<model>``; tasks that build their own model (``uses_model: false``) omit it."""
-    if not cfg.task.get("uses_model", True):
-        return cfg.task.cell_name
-    return f"{cfg.task.cell_name}/{cfg.model.name}"
+    return f"{task_cell}/{model}" if uses_model else task_cell
+
+
+# used by hydra.run.dir in configs/config.yaml
+OmegaConf.register_new_resolver("cell_path", cell_path, replace=True)
+
+
+def cell_name(cfg: DictConfig) -> str:
+    return cell_path(cfg.task.cell_name, cfg.model.name, cfg.task.get("uses_model", True))
 
 
 def run_job(cfg: DictConfig, out_dir: Path) -> dict | None:
