@@ -16,7 +16,7 @@ RUN = ["-m", "nalu.run"]
 @pytest.mark.parametrize("args,valid", [
     (["model=foo"], "unknown model 'foo'; valid: gru, lstm, mlp, nac, nalu, none"),
     (["-m", "model=nac,foo"], "unknown model 'foo'"),
-    (["task=bar"], "unknown task 'bar'; valid: identity, recurrent_arithmetic, static_arithmetic"),
+    (["task=bar"], "unknown task 'bar'; valid: identity, mnist_addition, mnist_counting"),
     (["task.op=pow", "task.steps=1"], "unknown op 'pow'; valid: add, div, mul, sqrt, square, sub"),
     (["model=mlp", "model.activation_name=Swish"], "unknown activation 'Swish'; valid: CELU, ELU"),
     (["task.extrapolation.low=1", "task.extrapolation.high=2"], "does not exceed training"),
