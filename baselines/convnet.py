@@ -63,3 +63,18 @@ class DigitEncoder(nn.Module):
         h = F.relu(self.conv2(F.relu(self.conv1(x.contiguous()))))  # [N, M * c2, 4, 4]
         h = h.view(N, M, -1).transpose(0, 1)  # [M, N, c2 * 16]
         return self.fc(h.contiguous())
+
+
+class OverDigits(nn.Module):
+    """Encode every digit of ``[M|1, B, K, 28, 28]`` and hand the codes to ``head``: as a sequence
+    ``[M, B, K, F]`` (a recurrent core), or concatenated ``[M, B, K * F]`` with ``flatten=True``."""
+
+    def __init__(self, encoder: nn.Module, head: nn.Module, flatten: bool = False):
+        super().__init__()
+        self.encoder, self.head, self.flatten = encoder, head, flatten
+
+    def forward(self, images: Tensor) -> Tensor:
+        m, B, K = images.shape[:3]
+        codes = self.encoder(images.reshape(m, B * K, 28, 28))
+        codes = codes.view(codes.shape[0], B, K, -1)
+        return self.head(codes.flatten(2) if self.flatten else codes)

@@ -172,6 +172,31 @@ def fetch(root: Path = Path("data")) -> str:
     return f"wrote the four MNIST IDX files to {raw_dir(root)} (md5s match the official files)"
 
 
+@dataclass(frozen=True)
+class Splits:
+    """uint8 images ``[N, 28, 28]`` and int64 labels ``[N]`` of each split."""
+
+    train: tuple
+    validation: tuple  # the last ``validation_images`` of the official training set
+    test: tuple
+
+
+def load_splits(root: Path, validation_images: int) -> Splits:
+    """The MNIST training set cut into train + held-out validation, and the test set."""
+    from torchvision.datasets import MNIST
+
+    from nalu.errors import ConfigError
+
+    require(root)
+    train = MNIST(str(root), train=True, download=False)
+    test = MNIST(str(root), train=False, download=False)
+    n = validation_images
+    if not 0 < n < len(train.data):
+        raise ConfigError(f"validation_images must be in (0, {len(train.data)}), got {n}")
+    return Splits((train.data[:-n], train.targets[:-n]), (train.data[-n:], train.targets[-n:]),
+                  (test.data, test.targets))  # fmt: skip
+
+
 def require(root: Path = Path("data")) -> Path:
     """Raise a one-line error naming the fetch command if MNIST is not in ``root``."""
     raw = raw_dir(root)

@@ -21,24 +21,12 @@ from omegaconf import DictConfig
 from torch import Tensor, nn
 
 from baselines.constrained import ConstrainedLinear
-from baselines.convnet import DigitEncoder
+from baselines.convnet import DigitEncoder, OverDigits
 from nalu.cell import train_cell
 from nalu.errors import ConfigError
 from nalu.seeding import generator
 from nalu.train import Metrics
-from tasks.mnist_series import load_split
-
-
-class ParityModel(nn.Module):
-    def __init__(self, encoder: nn.Module, final: nn.Module):
-        super().__init__()
-        self.encoder, self.final = encoder, final
-
-    def forward(self, images: Tensor) -> Tensor:
-        """``[M|1, B, K, 28, 28]`` -> the digit-sum estimate ``[M, B, 1]``."""
-        m, B, K = images.shape[:3]
-        feats = self.encoder(images.reshape(m, B * K, 28, 28))
-        return self.final(feats.reshape(feats.shape[0], B, -1))
+from tasks import mnist_data
 
 
 class ParityProblem:
@@ -46,16 +34,13 @@ class ParityProblem:
         self.members, self.batch_size, self.k = len(seeds), cfg.batch_size, cfg.digits
         if self.k < 1:
             raise ConfigError(f"digits must be >= 1, got {self.k}")
-        images, labels = load_split(data_root, train=True)
-        n_val = cfg.validation_images
-        if not 0 < n_val < len(images):
-            raise ConfigError(f"validation_images must be in (0, {len(images)}), got {n_val}")
-        self.train_images, self.train_labels = images[:-n_val], labels[:-n_val]
-        self.val_images, self.val_labels = images[-n_val:], labels[-n_val:]
-        self.test_images, self.test_labels = load_split(data_root, train=False)
+        splits = mnist_data.load_splits(data_root, cfg.validation_images)
+        self.train_images, self.train_labels = splits.train
+        self.val_images, self.val_labels = splits.validation
+        self.test_images, self.test_labels = splits.test
         self.gen = generator("mnist_parity", "train_data", cfg.data_seed)
         g_val, g_test = generator("mnist_parity", "val"), generator("mnist_parity", "test")
-        self.val_index = torch.randint(0, n_val, (cfg.validation_samples, self.k), generator=g_val)
+        self.val_index = torch.randint(0, len(self.val_images), (cfg.validation_samples, self.k), generator=g_val)
         self.test_index = torch.randint(0, len(self.test_images), (cfg.test_samples, self.k),
                                         generator=g_test)  # fmt: skip
 
@@ -64,11 +49,11 @@ class ParityProblem:
         return self.train_images[idx].unsqueeze(0), self.train_labels[idx].sum(1, keepdim=True).float()[None]
 
     @staticmethod
-    def _predict(model: ParityModel, images: Tensor, index: Tensor, chunk: int = 1000) -> Tensor:
+    def _predict(model: nn.Module, images: Tensor, index: Tensor, chunk: int = 1000) -> Tensor:
         return torch.cat([model(images[index[i : i + chunk]].unsqueeze(0))
                           for i in range(0, len(index), chunk)], 1)[..., 0]  # fmt: skip
 
-    def evaluate(self, model: ParityModel) -> Metrics:
+    def evaluate(self, model: nn.Module) -> Metrics:
         val_sum = self.val_labels[self.val_index].sum(1).float()
         out = {"validation": (self._predict(model, self.val_images, self.val_index) - val_sum).square().mean(1)}
         test_sum = self.test_labels[self.test_index].sum(1)
@@ -86,8 +71,8 @@ def run(cfg: DictConfig, log) -> dict:
 
     def factory(in_features: int, out_features: int, members: int, recurrent: bool) -> nn.Module:
         encoder = DigitEncoder(t.encoder.features, members, tuple(t.encoder.channels))
-        return ParityModel(encoder, ConstrainedLinear(t.digits * t.encoder.features, 1, members,
-                                                      t.final_layer))  # fmt: skip
+        final = ConstrainedLinear(t.digits * t.encoder.features, 1, members, t.final_layer)
+        return OverDigits(encoder, final, flatten=True)
 
     summary, _ = train_cell(cfg, problem, 28 * 28, 1, False, log, select="validation", factory=factory)
     return {**summary, "final_layer": t.final_layer}

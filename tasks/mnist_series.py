@@ -23,9 +23,9 @@ from omegaconf import DictConfig
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from baselines.convnet import DigitEncoder
+from baselines.convnet import DigitEncoder, OverDigits
 from nalu.cell import model_factory, train_cell
-from nalu.errors import ConfigError, check_choice
+from nalu.errors import check_choice
 from nalu.seeding import generator
 from nalu.train import Metrics
 from tasks import mnist_data
@@ -33,39 +33,14 @@ from tasks import mnist_data
 OUTPUTS = {"counting": 10, "addition": 1}
 
 
-class SeriesModel(nn.Module):
-    """Digit encoder, then a recurrent core over the encoded series."""
-
-    def __init__(self, encoder: nn.Module, core: nn.Module):
-        super().__init__()
-        self.encoder, self.core = encoder, core
-
-    def forward(self, images: Tensor) -> Tensor:
-        """``[M|1, B, T, 28, 28]`` -> ``[M, B, out]``."""
-        m, B, T = images.shape[:3]
-        feats = self.encoder(images.reshape(m, B * T, 28, 28))
-        return self.core(feats.view(feats.shape[0], B, T, -1))
-
-
-def load_split(root: Path, train: bool) -> tuple[Tensor, Tensor]:
-    from torchvision.datasets import MNIST
-
-    mnist_data.require(root)
-    ds = MNIST(str(root), train=train, download=False)
-    return ds.data, ds.targets
-
-
 class SeriesProblem:
     def __init__(self, cfg: DictConfig, seeds: list[int], data_root: Path):
         self.kind = check_choice("series task", cfg.kind, OUTPUTS)
         self.members, self.batch_size, self.length = len(seeds), cfg.batch_size, cfg.length
-        images, labels = load_split(data_root, train=True)
-        n_val = cfg.validation_images
-        if not 0 < n_val < len(images):
-            raise ConfigError(f"validation_images must be in (0, {len(images)}), got {n_val}")
-        self.train_images, self.train_labels = images[:-n_val], labels[:-n_val]
-        self.val_images, self.val_labels = images[-n_val:], labels[-n_val:]
-        self.test_images, self.test_labels = load_split(data_root, train=False)
+        splits = mnist_data.load_splits(data_root, cfg.validation_images)
+        self.train_images, self.train_labels = splits.train
+        self.val_images, self.val_labels = splits.validation
+        self.test_images, self.test_labels = splits.test
         self.gen = generator("mnist_series", "train_data", cfg.data_seed)
         self.val_index = self._series(len(self.val_images), cfg.validation_series, self.length, "val")
         self.test_index = {int(L): self._series(len(self.test_images), int(n), int(L), f"test{L}")
@@ -85,15 +60,15 @@ class SeriesProblem:
         idx = torch.randint(0, len(self.train_images), (self.batch_size, self.length), generator=self.gen)
         return self.train_images[idx].unsqueeze(0), self.label(self.train_labels[idx]).unsqueeze(0)
 
-    def _predict(self, model: SeriesModel, feats: Tensor, index: Tensor, chunk: int = 100) -> Tensor:
+    def _predict(self, model: OverDigits, feats: Tensor, index: Tensor, chunk: int = 100) -> Tensor:
         """The core's outputs for series given as rows of indices into ``feats`` ``[M, pool, F]``."""
-        return torch.cat([model.core(feats[:, index[i : i + chunk]]) for i in range(0, len(index), chunk)], 1)
+        return torch.cat([model.head(feats[:, index[i : i + chunk]]) for i in range(0, len(index), chunk)], 1)
 
-    def _encode(self, model: SeriesModel, images: Tensor, chunk: int = 2500) -> Tensor:
+    def _encode(self, model: OverDigits, images: Tensor, chunk: int = 2500) -> Tensor:
         return torch.cat([model.encoder(images[i : i + chunk].unsqueeze(0))
                           for i in range(0, len(images), chunk)], 1)  # fmt: skip
 
-    def evaluate(self, model: SeriesModel) -> Metrics:
+    def evaluate(self, model: OverDigits) -> Metrics:
         val_feats = self._encode(model, self.val_images)
         pred = self._predict(model, val_feats, self.val_index)
         out = {"validation": (pred - self.label(self.val_labels[self.val_index])).square().mean((1, 2))}
@@ -119,7 +94,7 @@ def run(cfg: DictConfig, log) -> dict:
         encoder = DigitEncoder(cfg.task.encoder.features, members, tuple(cfg.task.encoder.channels))
         core = core_factory(in_features=cfg.task.encoder.features, out_features=out_features,
                             members=members, recurrent=True)  # fmt: skip
-        return SeriesModel(encoder, core)
+        return OverDigits(encoder, core)
 
     summary, _ = train_cell(cfg, problem, 28 * 28, OUTPUTS[kind], True, log, select="validation",
                             factory=factory)  # fmt: skip

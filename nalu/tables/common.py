@@ -75,3 +75,12 @@ def write_table(out: Path, stem: str, markdown: str, frame: pd.DataFrame) -> lis
     write_text_atomic(md, markdown)
     write_text_atomic(csv, frame.to_csv(index=False))
     return [md, csv]
+
+
+def choose_seed(members: list[dict], checkpoint: str = "best") -> int | None:
+    """Index of the seed with the lowest validation error among seeds that did not diverge
+    (what a practitioner would pick without looking at the test sets), or None if none is left."""
+    diverged = np.array([m["diverged"] for m in members])
+    validation = np.array([m[checkpoint]["validation"] for m in members], dtype=float)
+    eligible = ~diverged & np.isfinite(validation)
+    return int(np.argmin(np.where(eligible, validation, np.inf))) if eligible.any() else None

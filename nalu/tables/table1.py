@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from nalu.tables.common import (
-    fmt, load_cells, paper, paper_float, quantiles, to_markdown, write_table,
+    choose_seed, fmt, load_cells, paper, paper_float, quantiles, to_markdown, write_table,
 )  # fmt: skip
 
 FUNCTIONS = ["a+b", "a-b", "a*b", "a/b", "a^2", "sqrt(a)"]
@@ -48,9 +48,7 @@ def cell_rows(cell: dict, checkpoint: str, reference: str, solved_below: float) 
     """One row per range: the chosen seed's score and the seed statistics of one cell."""
     members = cell["members"]
     diverged = np.array([m["diverged"] for m in members])
-    validation = np.array([m[checkpoint]["validation"] for m in members])
-    eligible = ~diverged & np.isfinite(validation)
-    chosen = int(np.argmin(np.where(eligible, validation, np.inf))) if eligible.any() else None
+    chosen = choose_seed(members, checkpoint)
     rows = []
     for rng in RANGES:
         ref_key = "reference" if reference == "random" else "init"

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nalu.tables.common import fmt, load_cells, paper, quantiles, to_markdown, write_table
+from nalu.tables.common import choose_seed, fmt, load_cells, paper, quantiles, to_markdown, write_table
 
 MODELS = ["lstm", "gru", "rnn_tanh", "rnn_relu", "nac", "nalu"]
 HEADERS = {"lstm": "LSTM", "gru": "GRU", "rnn_tanh": "RNN-tanh", "rnn_relu": "RNN-ReLU",
@@ -23,9 +23,7 @@ def metric(length: int) -> str:
 def cell_rows(cell: dict) -> list[dict]:
     members = cell["members"]
     diverged = np.array([m["diverged"] for m in members])
-    validation = np.array([m["best"]["validation"] for m in members])
-    eligible = ~diverged & np.isfinite(validation)
-    chosen = int(np.argmin(np.where(eligible, validation, np.inf))) if eligible.any() else None
+    chosen = choose_seed(members, "best")
     rows = []
     for L in LENGTHS:
         v = np.array([m["best"][metric(L)] for m in members], dtype=float)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nalu.tables.common import fmt, load_cells, paper, quantiles, to_markdown, write_table
+from nalu.tables.common import choose_seed, fmt, load_cells, paper, quantiles, to_markdown, write_table
 
 LABELS = {
     "wx_plus_b": "Wx + b", "sigmoid_w_x_plus_b": "sigmoid(W)x + b", "sigmoid_w_x": "sigmoid(W)x",
@@ -19,11 +19,9 @@ LABELS = {
 def cell_row(cell: dict) -> dict:
     members = cell["members"]
     diverged = np.array([m["diverged"] for m in members])
-    validation = np.array([m["best"]["validation"] for m in members])
     acc = np.array([m["best"]["accuracy"] for m in members])
     acc = np.where(diverged | np.isnan(acc), 0.0, acc)
-    eligible = ~diverged & np.isfinite(validation)
-    chosen = int(np.argmin(np.where(eligible, validation, np.inf))) if eligible.any() else None
+    chosen = choose_seed(members)
     q25, median, q75 = quantiles(acc)
     return {"layer": cell["final_layer"], "ours": float(acc[chosen]) if chosen is not None else math.nan,
             "median": median, "q25": q25, "q75": q75, "diverged": int(diverged.sum()),
