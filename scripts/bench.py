@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import torch
 from hydra import compose, initialize_config_dir
@@ -21,6 +22,7 @@ from nalu.run import CONFIG_DIR
 from nalu.train import fit
 from tasks.arithmetic import ArithmeticProblem
 from tasks.identity import IdentityProblem
+from tasks.mnist_data import raw_dir
 
 
 def throughput(overrides: list[str], members: int, steps: int) -> float:
@@ -40,6 +42,26 @@ def throughput(overrides: list[str], members: int, steps: int) -> float:
     start = time.perf_counter()
     fit(model, problem, opt, steps=steps, eval_every=10**9, progress=False)
     return members * steps / (time.perf_counter() - start)
+
+
+def mnist_images_per_second(members: int, steps: int) -> float | None:
+    """Training throughput of encoder + recurrent NAC core on MNIST counting series."""
+    from tasks import mnist_series
+
+    if not raw_dir(Path("data")).exists():
+        return None
+    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("config", ["task=mnist_counting", "model=nac", f"seeds={members}",
+                                 "task.test_series={1: 10}", "task.validation_series=10"])  # fmt: skip
+    seeds = list(range(members))
+    problem = mnist_series.SeriesProblem(cfg.task, seeds, Path("data"))
+    model = build_model(mnist_series.factory_for(cfg), 28 * 28, 10, members, True)
+    init_members(model, seeds)
+    opt = instantiate(cfg.optimizer)(model.parameters())
+    fit(model, problem, opt, steps=5, eval_every=10**9, progress=False)
+    start = time.perf_counter()
+    fit(model, problem, opt, steps=steps, eval_every=10**9, progress=False)
+    return steps * cfg.task.batch_size * cfg.task.length / (time.perf_counter() - start)
 
 
 def main() -> None:
@@ -67,6 +89,14 @@ def main() -> None:
         many = throughput(overrides, mn, steps)
         print(f"{name}:\n  {m1:>3} member : {one:>9,.0f} member-steps/s"
               f"\n  {mn:>3} members: {many:>9,.0f} member-steps/s  ({many / one:.1f}x)")  # fmt: skip
+    print("MNIST counting, encoder + recurrent NAC (50 series x 10 digits per step), training:")
+    for members in (1, 3):
+        ips = mnist_images_per_second(members, max(a.steps // 40, 5))
+        if ips is None:
+            print("  skipped: no MNIST in data/ (run `make data`)")
+            break
+        print(f"  {members} member{'s' if members > 1 else ' '}: {ips:>9,.0f} images/s "
+              f"({ips * members:,.0f} member-images/s)")
 
 
 if __name__ == "__main__":

@@ -84,10 +84,8 @@ class SeriesProblem:
         return out
 
 
-def run(cfg: DictConfig, log) -> dict:
-    seeds = list(cfg.seeds)
-    kind = cfg.task.kind
-    problem = SeriesProblem(cfg.task, seeds, Path(cfg.data_dir))
+def factory_for(cfg: DictConfig):
+    """Builds the digit encoder followed by ``cfg.model`` as the recurrent core."""
     core_factory = model_factory(cfg.model)
 
     def factory(in_features: int, out_features: int, members: int, recurrent: bool) -> nn.Module:
@@ -96,6 +94,13 @@ def run(cfg: DictConfig, log) -> dict:
                             members=members, recurrent=True)  # fmt: skip
         return OverDigits(encoder, core)
 
+    return factory
+
+
+def run(cfg: DictConfig, log) -> dict:
+    seeds = list(cfg.seeds)
+    kind = cfg.task.kind
+    problem = SeriesProblem(cfg.task, seeds, Path(cfg.data_dir))
     summary, _ = train_cell(cfg, problem, 28 * 28, OUTPUTS[kind], True, log, select="validation",
-                            factory=factory)  # fmt: skip
+                            factory=factory_for(cfg))  # fmt: skip
     return {**summary, "kind": kind}
