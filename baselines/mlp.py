@@ -72,6 +72,13 @@ class DenseLayer(nn.Module):
         self.linear = ensemble.Linear(in_features, out_features, members)
         self.act = act
 
+    def init_identity_state(self, i: int, n_inputs: int) -> None:
+        """State-to-state weights = I and zero bias for member ``i`` (the IRNN of Le et al. 2015)."""
+        w = self.linear.weight.data[i]
+        w[:, n_inputs:] = torch.eye(w.shape[0])
+        if self.linear.bias is not None:
+            self.linear.bias.data[i] = 0.0
+
     def forward(self, x: Tensor) -> Tensor:
         return self.act(self.linear(x))
 
@@ -84,6 +91,7 @@ def MLP(
     activation_name: str = "ReLU6",
     activation_kwargs: dict | None = None,
     recurrent: bool = False,
+    state_init: str = "random",
 ) -> Stack:
     """``in -> hidden... -> out`` with ``activation_name`` after every hidden layer."""
     activation(activation_name, members, **(activation_kwargs or {}))  # validate early
@@ -92,4 +100,4 @@ def MLP(
         act = nn.Identity() if last else activation(activation_name, m, **(activation_kwargs or {}))
         return DenseLayer(i, o, m, act)
 
-    return Stack(layer, in_features, out_features, members, hidden, recurrent)
+    return Stack(layer, in_features, out_features, members, hidden, recurrent, state_init)

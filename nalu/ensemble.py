@@ -68,7 +68,9 @@ def init_members(model: nn.Module, seeds: Sequence[int]) -> None:
     """Initialise member ``i`` of every sub-module from a generator seeded with ``seeds[i]``.
 
     Modules take part by defining ``init_member(i, generator)``; they are visited in registration
-    order, so member ``i``'s weights depend on ``seeds[i]`` and the architecture only.
+    order, so member ``i``'s weights depend on ``seeds[i]`` and the architecture only. A module
+    may also define ``after_init_member(i)``, called once every module has been initialised (a
+    container overriding part of what its children drew).
     """
     for i, seed in enumerate(seeds):
         g = torch.Generator().manual_seed(int(seed))
@@ -76,6 +78,9 @@ def init_members(model: nn.Module, seeds: Sequence[int]) -> None:
             for module in model.modules():
                 if hasattr(module, "init_member"):
                     module.init_member(i, g)
+            for module in model.modules():
+                if hasattr(module, "after_init_member"):
+                    module.after_init_member(i)
 
 
 def member_view(mask: Tensor, like: Tensor) -> Tensor:

@@ -9,6 +9,10 @@ layer with a ReLU or tanh it is the classic Elman RNN with its read-out.
 Every model of the suite is built by a callable with the signature
 ``(in_features, out_features, members, recurrent) -> nn.Module``; feed-forward models map
 ``[M|1, B, in] -> [M, B, out]``, recurrent ones ``[M|1, B, T, in] -> [M, B, out]``.
+
+``state_init="identity"`` (an option; ``+model.state_init=identity`` on the command line) starts
+the recurrent cell as an accumulator: its state-to-state weights begin at ~I instead of the
+layer's own random initialisation (for a dense layer, the IRNN of Le et al. 2015).
 """
 
 from __future__ import annotations
@@ -35,8 +39,10 @@ class Stack(nn.Module):
         members: int,
         hidden: Sequence[int],
         recurrent: bool = False,
+        state_init: str = "random",
     ):
         super().__init__()
+        self.state_init = check_choice("state_init", state_init, ("random", "identity"))
         hidden = list(hidden)
         if recurrent and not hidden:
             raise ConfigError("a recurrent stack needs at least one hidden layer (its state)")
@@ -49,6 +55,12 @@ class Stack(nn.Module):
         )
         self.recurrent = recurrent
         self.state_size = hidden[0] if recurrent else 0
+        self.n_inputs = in_features
+
+    def after_init_member(self, i: int) -> None:
+        """``state_init=identity``: the recurrent cell starts by carrying its state unchanged."""
+        if self.recurrent and self.state_init == "identity":
+            self.layers[0].init_identity_state(i, self.n_inputs)
 
     def forward(self, x: Tensor) -> Tensor:
         layers = iter(self.layers)
@@ -79,6 +91,7 @@ def units(
     members: int,
     hidden: Sequence[int],
     recurrent: bool = False,
+    state_init: str = "random",
     **unit_kwargs,
 ) -> Stack:
     """A stack of arithmetic units (``unit`` in ``nalu.units.UNITS``) with no nonlinearity between."""
@@ -87,4 +100,4 @@ def units(
     def layer(i: int, o: int, m: int, last: bool) -> nn.Module:
         return cls(i, o, m, **unit_kwargs)
 
-    return Stack(layer, in_features, out_features, members, hidden, recurrent)
+    return Stack(layer, in_features, out_features, members, hidden, recurrent, state_init)

@@ -31,6 +31,19 @@ class NAC(nn.Module):
         for p in (self.W_hat, self.M_hat):
             glorot_uniform_(p.data[i], self.in_features, self.out_features, g)
 
+    def init_identity_state(self, i: int, n_inputs: int, big: float = 10.0) -> None:
+        """Make member ``i`` carry its state unchanged: the weights from the state inputs (the
+        columns after the first ``n_inputs``) to the outputs become ~I (tanh(10) * sigmoid(10)),
+        so a recurrent NAC starts as an accumulator (an option, not the paper's initialisation)."""
+        state = self.in_features - n_inputs
+        if state != self.out_features:
+            raise ValueError(f"state block is {state} wide but the unit has {self.out_features} outputs")
+        k = torch.arange(state)
+        self.W_hat.data[i, :, n_inputs:] = 0.0
+        self.M_hat.data[i, :, n_inputs:] = -big
+        self.W_hat.data[i, k, n_inputs + k] = big
+        self.M_hat.data[i, k, n_inputs + k] = big
+
     @property
     def W(self) -> Tensor:
         return torch.tanh(self.W_hat) * torch.sigmoid(self.M_hat)
@@ -60,6 +73,9 @@ class NALU(nn.Module):
 
     def init_member(self, i: int, g: torch.Generator) -> None:
         glorot_uniform_(self.G.data[i], self.in_features, self.out_features, g)
+
+    def init_identity_state(self, i: int, n_inputs: int) -> None:
+        self.nac.init_identity_state(i, n_inputs)
 
     def forward(self, x: Tensor) -> Tensor:
         W = self.nac.W

@@ -112,3 +112,30 @@ def test_recurrent_nac_sums_a_sequence_exactly():
     torch.testing.assert_close(model(x)[0, :, 0], x[0].sum((1, 2)), rtol=1e-5, atol=1e-3)
     with torch.no_grad():
         assert math.isclose(float(model(torch.ones(1, 1, 1000, 1))), 1000.0, rel_tol=1e-6)
+
+
+@pytest.mark.parametrize("unit", ["nac", "nalu"])
+def test_identity_state_init_starts_recurrent_units_as_accumulators(unit):
+    plain = units(unit, 3, 1, members=2, hidden=[2], recurrent=True)
+    ident = units(unit, 3, 1, members=2, hidden=[2], recurrent=True, state_init="identity")
+    init_members(plain, [0, 1])
+    init_members(ident, [0, 1])
+    nac = ident.layers[0] if unit == "nac" else ident.layers[0].nac
+    with torch.no_grad():
+        W = nac.W
+    torch.testing.assert_close(W[:, :, 3:], torch.eye(2).expand(2, 2, 2), atol=1e-4, rtol=0)
+    # the input block and the read-out keep the default initialisation
+    plain_cell = plain.layers[0] if unit == "nac" else plain.layers[0].nac
+    torch.testing.assert_close(nac.W_hat[:, :, :3], plain_cell.W_hat[:, :, :3])
+    for p, q in zip(plain.layers[1].parameters(), ident.layers[1].parameters()):
+        torch.testing.assert_close(p, q)
+
+
+def test_identity_state_init_of_an_elman_rnn_is_the_irnn():
+    from baselines.mlp import MLP
+
+    rnn = MLP(4, 1, members=2, hidden=[3], activation_name="ReLU", recurrent=True, state_init="identity")
+    init_members(rnn, [0, 1])
+    lin = rnn.layers[0].linear
+    assert torch.equal(lin.weight[:, :, 4:], torch.eye(3).expand(2, 3, 3))
+    assert torch.equal(lin.bias, torch.zeros_like(lin.bias))
