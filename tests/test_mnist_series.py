@@ -47,7 +47,6 @@ def test_series_labels(fake_mnist, kind):
     y = p.label(digits)
     if kind == "counting":
         assert y.shape == (5, 10) and (y.sum(1) == 10).all()
-        assert (y.argmax(1) == torch.mode(digits, 1).values).all() or True  # ties allowed
         assert int(y[0, digits[0, 0]]) == int((digits[0] == digits[0, 0]).sum())
     else:
         assert y.shape == (5, 1) and torch.equal(y[:, 0], digits.sum(1).float())
