@@ -110,5 +110,11 @@ def copy_members(dst: Iterable[Tensor], src: Iterable[Tensor], mask: Tensor) -> 
             d.copy_(torch.where(member_view(mask, d), s, d))
 
 
+def in_chunks(fn, n: int, chunk: int) -> Tensor:
+    """``fn(slice)`` over ``range(n)`` in slices of ``chunk``, concatenated along dim 1 (the batch
+    dimension of ``[M, B, ...]`` outputs): bounds the memory of large evaluation sets."""
+    return torch.cat([fn(slice(i, i + chunk)) for i in range(0, n, chunk)], dim=1)
+
+
 def count_members(model: nn.Module) -> int:
     return next(model.parameters()).shape[0]

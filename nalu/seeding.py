@@ -15,3 +15,11 @@ def derive_seed(*parts: object) -> int:
 
 def generator(*parts: object) -> torch.Generator:
     return torch.Generator().manual_seed(derive_seed(*parts))
+
+
+def training_streams(task: str, seeds: list[int], shared: bool, data_seed: int) -> list[torch.Generator]:
+    """The generators that draw training batches: one stream for all members, drawn from
+    ``data_seed`` (``shared``), or one stream per member, drawn from its own seed."""
+    if shared:
+        return [generator(task, "train_data", data_seed)]
+    return [generator(s, "train_data") for s in seeds]

@@ -91,6 +91,7 @@ def fit(
     init = evaluate(0)
     last_loss = torch.full((M,), float("nan"))
     bar = tqdm(total=steps, desc=desc, disable=not progress, mininterval=2.0, leave=False)
+    all_alive = True  # a Python copy of alive.all(), updated only when a member dies
     for step in range(1, steps + 1):
         x, y = problem.batch()
         loss_m = (model(x) - y).square().flatten(1).mean(1)
@@ -99,16 +100,17 @@ def fit(
             alive &= ~newly_dead
             diverged_step[newly_dead] = step
             ensemble.freeze_members(optimizer, ~alive)
-        if not alive.any():
-            break
+            all_alive = False
+            if not alive.any():
+                break
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_m.sum() if alive.all() else torch.where(alive, loss_m, 0.0).sum()
+        loss = loss_m.sum() if all_alive else torch.where(alive, loss_m, 0.0).sum()
         loss.backward()
-        if not alive.all():
+        if not all_alive:
             ensemble.mask_dead_gradients(params, alive)
         optimizer.step()
         last_loss = loss_m.detach()
-        loss_sum += torch.where(alive, last_loss, float("nan"))
+        loss_sum += last_loss if all_alive else torch.where(alive, last_loss, float("nan"))
         loss_count += 1
         if step % eval_every == 0 and step != steps:
             evaluate(step)

@@ -25,9 +25,9 @@ from omegaconf import DictConfig
 from torch import Tensor, nn
 
 from nalu.cell import build_model, train_cell
-from nalu.ensemble import init_members
+from nalu.ensemble import in_chunks, init_members
 from nalu.errors import ConfigError, check_choice
-from nalu.seeding import generator
+from nalu.seeding import generator, training_streams
 from nalu.train import Metrics
 
 # op name -> (the paper's row label, function of a and b)
@@ -110,8 +110,7 @@ class ArithmeticProblem:
         # shared_batches: every member trains on the same input stream (drawn from data_seed) and
         # the first layer's input work is done once for all; else each seed draws its own stream.
         self.shared_batches = cfg.shared_batches
-        self.data_gens = ([generator("arithmetic", "train_data", cfg.data_seed)] if self.shared_batches
-                          else [generator(s, "train_data") for s in seeds])  # fmt: skip
+        self.data_gens = training_streams("arithmetic", seeds, self.shared_batches, cfg.data_seed)
         interp = Split(self.train.low, self.train.high, self.train.length, cfg.test_samples)
         self.sets = {
             "validation": self._draw(interp, "validation"),
@@ -165,7 +164,7 @@ class ArithmeticProblem:
 
 def predict(model: nn.Module, x: Tensor, chunk: int = 2000) -> Tensor:
     with torch.no_grad():
-        return torch.cat([model(x[:, i : i + chunk]) for i in range(0, x.shape[1], chunk)], dim=1)
+        return in_chunks(lambda s: model(x[:, s]), x.shape[1], chunk)
 
 
 def mse(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:

@@ -15,7 +15,7 @@ from torch import Tensor, nn
 
 from nalu.cell import train_cell
 from nalu.errors import ConfigError
-from nalu.seeding import generator
+from nalu.seeding import training_streams
 from nalu.train import Metrics
 
 
@@ -35,8 +35,7 @@ class IdentityProblem:
                                   f"training range [{lo}, {hi}] on both sides")  # fmt: skip
         self.members, self.cfg = len(seeds), cfg
         self.low, self.high, self.batch_size = lo, hi, cfg.batch_size
-        self.gens = ([generator("identity", "train_data", cfg.data_seed)] if cfg.shared_batches
-                     else [generator(s, "train_data") for s in seeds])  # fmt: skip
+        self.gens = training_streams("identity", list(seeds), cfg.shared_batches, cfg.data_seed)
         self.interp = torch.linspace(lo, hi, 1001).view(1, -1, 1)
         self.table5 = grid(cfg.table5)
         self.curve_x = grid(cfg.curve)

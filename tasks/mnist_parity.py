@@ -23,6 +23,7 @@ from torch import Tensor, nn
 from baselines.constrained import ConstrainedLinear
 from baselines.convnet import DigitEncoder, OverDigits
 from nalu.cell import train_cell
+from nalu.ensemble import in_chunks
 from nalu.errors import ConfigError
 from nalu.seeding import generator
 from nalu.train import Metrics
@@ -50,8 +51,7 @@ class ParityProblem:
 
     @staticmethod
     def _predict(model: nn.Module, images: Tensor, index: Tensor, chunk: int = 1000) -> Tensor:
-        return torch.cat([model(images[index[i : i + chunk]].unsqueeze(0))
-                          for i in range(0, len(index), chunk)], 1)[..., 0]  # fmt: skip
+        return in_chunks(lambda s: model(images[index[s]].unsqueeze(0)), len(index), chunk)[..., 0]
 
     def evaluate(self, model: nn.Module) -> Metrics:
         val_sum = self.val_labels[self.val_index].sum(1).float()

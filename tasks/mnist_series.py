@@ -25,6 +25,7 @@ from torch.nn import functional as F
 
 from baselines.convnet import DigitEncoder, OverDigits
 from nalu.cell import model_factory, train_cell
+from nalu.ensemble import in_chunks
 from nalu.errors import check_choice
 from nalu.seeding import generator
 from nalu.train import Metrics
@@ -62,11 +63,10 @@ class SeriesProblem:
 
     def _predict(self, model: OverDigits, feats: Tensor, index: Tensor, chunk: int = 100) -> Tensor:
         """The core's outputs for series given as rows of indices into ``feats`` ``[M, pool, F]``."""
-        return torch.cat([model.head(feats[:, index[i : i + chunk]]) for i in range(0, len(index), chunk)], 1)
+        return in_chunks(lambda s: model.head(feats[:, index[s]]), len(index), chunk)
 
     def _encode(self, model: OverDigits, images: Tensor, chunk: int = 2500) -> Tensor:
-        return torch.cat([model.encoder(images[i : i + chunk].unsqueeze(0))
-                          for i in range(0, len(images), chunk)], 1)  # fmt: skip
+        return in_chunks(lambda s: model.encoder(images[s].unsqueeze(0)), len(images), chunk)
 
     def evaluate(self, model: OverDigits) -> Metrics:
         val_feats = self._encode(model, self.val_images)
