@@ -38,9 +38,10 @@ reproduce-table1: install  ## Table 1: static + recurrent arithmetic, 10 seeds p
 
 reproduce-table2: data  ## Table 2: MNIST counting + addition, 12 cells x 3 seeds -> results/table2.*
 	$(RUN) -m +experiment=table2 $(SWEEP)
+	$(RUN) -m +experiment=table2_stacks $(SWEEP)
 	$(TABLES) table2 --runs multirun/table2 --out results
 
-reproduce-table4: data  ## Table 4: MNIST parity, 7 final layers x 3 seeds -> results/table4.*
+reproduce-table4: data  ## Table 4: MNIST parity, 7 final layers x 5 seeds -> results/table4.*
 	$(RUN) -m +experiment=table4 $(SWEEP)
 	$(TABLES) table4 --runs multirun/table4 --out results
 

@@ -1,10 +1,14 @@
 """A small convolutional digit encoder, batched over seeds with grouped convolutions.
 
-Two 5x5 convolutions with stride 2 (28x28 -> 12x12 -> 4x4) and a linear map to ``out_features``;
-member ``m`` owns channel group ``m`` of every convolution (``groups=M``), so members never mix.
-It is smaller than the two-convolution network of the PyTorch MNIST example (which has about
-1.2M weights) so that end-to-end training over digit series fits a laptop CPU; the channel counts
-are config values.
+Two 5x5 convolutions with stride 2 (28x28 -> 12x12 -> 4x4), a ReLU hidden layer of ``hidden``
+units (none when 0) and a linear map to ``out_features``: the shape of the PyTorch MNIST example
+(two convolutions, one dense hidden layer), smaller (that one has about 1.2M weights) so that
+end-to-end training over digit series fits a laptop CPU. Member ``m`` owns channel group ``m`` of
+every convolution (``groups=M``), so members never mix. All sizes are config values.
+
+Without the hidden layer the code is linear in the convolutional features and learns more slowly:
+on MNIST parity (2,000 Adam steps, 2 seeds) the NAC final layer reached 84-87% without it and 90%
+with 64 hidden units, ``sigmoid(W)x`` 86-87% and 94-95%. The MNIST tasks use 64.
 """
 
 from __future__ import annotations
@@ -44,13 +48,14 @@ class GroupedConv(nn.Module):
 class DigitEncoder(nn.Module):
     """``[M|1, N, 28, 28]`` images (uint8 or float in [0, 1]) -> ``[M, N, out_features]``."""
 
-    def __init__(self, out_features: int, members: int, channels: tuple[int, int] = (8, 16)):
+    def __init__(self, out_features: int, members: int, channels: tuple[int, int] = (8, 16), hidden: int = 64):
         super().__init__()
         c1, c2 = channels
         self.members = members
         self.conv1 = GroupedConv(1, c1, 5, 2, members)
         self.conv2 = GroupedConv(c1, c2, 5, 2, members)
-        self.fc = ensemble.Linear(c2 * 16, out_features, members)
+        self.hidden = ensemble.Linear(c2 * 16, hidden, members) if hidden else None
+        self.fc = ensemble.Linear(hidden or c2 * 16, out_features, members)
 
     def forward(self, images: Tensor) -> Tensor:
         M, N = self.members, images.shape[1]
@@ -61,8 +66,10 @@ class DigitEncoder(nn.Module):
         # members go to the channel axis: [N, M, 28, 28]
         x = x[0].unsqueeze(1).expand(N, M, 28, 28) if x.shape[0] == 1 else x.transpose(0, 1)
         h = F.relu(self.conv2(F.relu(self.conv1(x.contiguous()))))  # [N, M * c2, 4, 4]
-        h = h.view(N, M, -1).transpose(0, 1)  # [M, N, c2 * 16]
-        return self.fc(h.contiguous())
+        h = h.view(N, M, -1).transpose(0, 1).contiguous()  # [M, N, c2 * 16]
+        if self.hidden is not None:
+            h = F.relu(self.hidden(h))
+        return self.fc(h)
 
 
 class OverDigits(nn.Module):

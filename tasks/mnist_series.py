@@ -89,7 +89,8 @@ def factory_for(cfg: DictConfig):
     core_factory = model_factory(cfg.model)
 
     def factory(in_features: int, out_features: int, members: int, recurrent: bool) -> nn.Module:
-        encoder = DigitEncoder(cfg.task.encoder.features, members, tuple(cfg.task.encoder.channels))
+        encoder = DigitEncoder(cfg.task.encoder.features, members, tuple(cfg.task.encoder.channels),
+                               cfg.task.encoder.hidden)
         core = core_factory(in_features=cfg.task.encoder.features, out_features=out_features,
                             members=members, recurrent=True)  # fmt: skip
         return OverDigits(encoder, core)

@@ -78,17 +78,27 @@ def test_tiny_table2_end_to_end(fake_mnist, workdir):
     tiny = ["progress=false", "task.steps=6", "task.eval_every=3", "seeds=2", f"data_dir={fake_mnist}",
             "task.validation_images=40", "task.validation_series=8", "task.batch_size=4",
             "task.test_series={1: 20, 10: 6, 100: 3, 1000: 2}"]  # fmt: skip
-    cli(["-m", "nalu.run", "-m", "+experiment=table2", "model=nac,gru"] + tiny, workdir)
+    cli(["-m", "nalu.run", "-m", "+experiment=table2", "model=gru"] + tiny, workdir)
+    cli(["-m", "nalu.run", "-m", "+experiment=table2_stacks", "model=nac"] + tiny, workdir)
     out = workdir / "results"
     cli(["-m", "nalu.tables", "table2", "--runs", str(workdir / "multirun/table2"), "--out", str(out)],
         workdir)  # fmt: skip
     md = (out / "table2.md").read_text()
     assert "| NAC " in md and "/ 99.23" in md
+    assert "NAC start with the state carried unchanged" in md  # only the stack-based core
     import pandas as pd
 
     df = pd.read_csv(out / "table2.csv").dropna(subset=["ours"])
     assert set(df.model) == {"nac", "gru"} and set(df.task) == {"counting", "addition"}
     assert len(df) == 16
+
+
+def test_parity_target_must_be_known(fake_mnist):
+    from nalu.errors import ConfigError
+    from tasks.mnist_parity import ParityProblem
+
+    with pytest.raises(ConfigError, match="odd_count"):
+        ParityProblem(compose(["task=mnist_parity", "task.target=even"]).task, [0], fake_mnist)
 
 
 def test_tiny_table4_end_to_end(fake_mnist, workdir):
@@ -115,6 +125,12 @@ def test_parity_inputs_and_targets(fake_mnist):
     p = ParityProblem(cfg.task, [0], fake_mnist)
     x, y = p.batch()
     assert x.shape == (1, 5, 4, 28, 28) and y.shape == (1, 5, 1)
+    labels = torch.tensor([[1, 3, 5, 8], [2, 4, 6, 0], [9, 9, 9, 9]])
+    assert p.target(labels).tolist() == [3, 0, 4]  # odd digits; the sum is odd exactly when this is
+    assert (p.target(labels) % 2 == labels.sum(1) % 2).all()
+    p_sum = ParityProblem(compose(["task=mnist_parity", "task.target=sum", "task.validation_images=40"]).task,
+                          [0], fake_mnist)  # fmt: skip
+    assert p_sum.target(labels).tolist() == [17, 12, 36]
     assert set(x[0, :, :, 0, 0].flatten().tolist()) == {TRAIN}
     assert p.test_index.max() < len(p.test_images) and p.val_index.max() < len(p.val_images)
 

@@ -84,3 +84,10 @@ def choose_seed(members: list[dict], checkpoint: str = "best") -> int | None:
     validation = np.array([m[checkpoint]["validation"] for m in members], dtype=float)
     eligible = ~diverged & np.isfinite(validation)
     return int(np.argmin(np.where(eligible, validation, np.inf))) if eligible.any() else None
+
+
+def describe_encoder(enc: dict) -> str:
+    """The MNIST digit encoder of a run config, in words (``baselines.convnet.DigitEncoder``)."""
+    hidden = f", a ReLU layer of {enc['hidden']}," if enc.get("hidden") else ""
+    return (f"two 5x5 stride-2 convolutions with {list(enc['channels'])} channels{hidden} and a linear "
+            f"map to {enc['features']} features")

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nalu.tables.common import choose_seed, fmt, load_cells, paper, quantiles, to_markdown, write_table
+from nalu.tables.common import choose_seed, describe_encoder, fmt, load_cells, paper, quantiles, to_markdown, write_table
 
 MODELS = ["lstm", "gru", "rnn_tanh", "rnn_relu", "nac", "nalu"]
 HEADERS = {"lstm": "LSTM", "gru": "GRU", "rnn_tanh": "RNN-tanh", "rnn_relu": "RNN-ReLU",
@@ -64,10 +64,12 @@ def build(runs: Path, out: Path) -> list[Path]:
     c0 = cells[0] if cells else None
     if c0:
         t, o = c0["config"]["task"], c0["config"]["optimizer"]
+        identity = [HEADERS[c["model"]] for c in cells if c["config"]["model"].get("state_init") == "identity"]
+        init = (f"; {', '.join(sorted(set(identity)))} start with the state carried unchanged "
+                "(state_init=identity)") if identity else ""
         protocol = (
-            f"Encoder: two 5x5 stride-2 convolutions with {t['encoder']['channels']} channels and a "
-            f"linear map to {t['encoder']['features']} features, trained end to end with the "
-            f"recurrent core (hidden sizes {dict(t['hidden'])}). Training: series of length "
+            f"Encoder: {describe_encoder(t['encoder'])}, trained end to end with the "
+            f"recurrent core (hidden sizes {dict(t['hidden'])}{init}). Training: series of length "
             f"{t['length']} from the MNIST training images (the last {t['validation_images']:,} held "
             f"out for validation), {t['batch_size']} series per step, {c0['steps']:,} steps of Adam "
             f"(lr {o['lr']}), squared error; {len(c0['seeds'])} seeds per cell. Test series from the "

@@ -8,12 +8,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nalu.tables.common import choose_seed, fmt, load_cells, paper, quantiles, to_markdown, write_table
+from nalu.tables.common import choose_seed, describe_encoder, fmt, load_cells, paper, quantiles, to_markdown, write_table
 
 LABELS = {
     "wx_plus_b": "Wx + b", "sigmoid_w_x_plus_b": "sigmoid(W)x + b", "sigmoid_w_x": "sigmoid(W)x",
     "tanh_w_x_plus_b": "tanh(W)x + b", "tanh_w_x": "tanh(W)x", "nac_plus_b": "NAC + b", "nac": "NAC",
 }  # fmt: skip
+
+TARGET_WORDS = {"odd_count": "the number of odd digits (odd exactly when the sum is)", "sum": "the digit sum"}
 
 
 def cell_row(cell: dict) -> dict:
@@ -47,9 +49,9 @@ def build(runs: Path, out: Path) -> list[Path]:
         t, o = c0["config"]["task"], c0["config"]["optimizer"]
         protocol = (
             f"Task (ours; the paper defers to Segui et al. 2015): is the sum of {t['digits']} MNIST "
-            f"digits odd? A shared encoder ({t['encoder']['channels']} channels, "
-            f"{t['encoder']['features']} features per digit) feeds the final layer under study, "
-            f"trained end to end with squared error on the digit sum, {t['batch_size']} inputs per "
+            f"digits odd? A shared encoder ({describe_encoder(t['encoder'])}, per digit) feeds the "
+            f"final layer under study, trained end to end with squared error on "
+            f"{TARGET_WORDS[t.get('target', 'sum')]}, {t['batch_size']} inputs per "
             f"step, {c0['steps']:,} steps of Adam (lr {o['lr']}), {len(c0['seeds'])} seeds per row; "
             f"accuracy = parity of the rounded output on {t['test_samples']:,} inputs from the MNIST "
             "test images, for the seed with the lowest validation MSE."
