@@ -8,7 +8,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nalu.tables.common import choose_seed, describe_encoder, fmt, load_cells, paper, quantiles, to_markdown, write_table
+from nalu.tables.common import (
+    choose_seed, describe_encoder, fmt, load_cells, paper, quantiles, to_markdown, write_table,
+)  # fmt: skip
 
 MODELS = ["lstm", "gru", "rnn_tanh", "rnn_relu", "nac", "nalu"]
 HEADERS = {"lstm": "LSTM", "gru": "GRU", "rnn_tanh": "RNN-tanh", "rnn_relu": "RNN-ReLU",

@@ -8,7 +8,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nalu.tables.common import choose_seed, describe_encoder, fmt, load_cells, paper, quantiles, to_markdown, write_table
+from nalu.tables.common import (
+    choose_seed, describe_encoder, fmt, load_cells, paper, quantiles, to_markdown, write_table,
+)  # fmt: skip
 
 LABELS = {
     "wx_plus_b": "Wx + b", "sigmoid_w_x_plus_b": "sigmoid(W)x + b", "sigmoid_w_x": "sigmoid(W)x",
