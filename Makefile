@@ -10,7 +10,7 @@ JOBS ?= 2
 SWEEP := hydra/launcher=local2 hydra.launcher.n_jobs=$(JOBS)
 export WANDB_MODE ?= offline
 
-.PHONY: help install data test bench reproduce-table1 reproduce-table2 reproduce-table4 reproduce-table5 clean
+.PHONY: help install data test bench reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 clean
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -40,6 +40,10 @@ reproduce-table2: data  ## Table 2: MNIST counting + addition, 12 cells x 3 seed
 	$(RUN) -m +experiment=table2 $(SWEEP)
 	$(RUN) -m +experiment=table2_stacks $(SWEEP)
 	$(TABLES) table2 --runs multirun/table2 --out results
+
+reproduce-table3: install  ## Table 3 + Figure 3: number words to number, 3 models x 4 grid points x 10 seeds -> results/table3.*, figure3.*
+	$(RUN) -m +experiment=table3 $(SWEEP)
+	$(TABLES) table3 --runs multirun/table3 --out results
 
 reproduce-table4: data  ## Table 4: MNIST parity, 7 final layers x 5 seeds -> results/table4.*
 	$(RUN) -m +experiment=table4 $(SWEEP)

@@ -3,6 +3,9 @@
 The equations are those of ``torch.nn.LSTM`` / ``torch.nn.GRU`` (Hochreiter & Schmidhuber 1997;
 Cho et al. 2014), as is the initialisation ``U(-1/sqrt(H), 1/sqrt(H))``. The ungated ReLU and
 tanh RNNs are ``baselines.mlp.MLP`` with ``recurrent=True`` (see ``nalu.stack``).
+
+The read-out is linear by default; ``readout="nac"`` or ``"nalu"`` puts an arithmetic unit there
+instead (the "LSTM + NAC" and "LSTM + NALU" of the paper's Section 4.3).
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ from torch import Tensor, nn
 
 from nalu import ensemble
 from nalu.errors import ConfigError, check_choice
+from nalu.units import UNITS
 
 GATES = {"lstm": 4, "gru": 3}
+READOUTS = ("linear", *UNITS)
 
 
 class GatedCell(nn.Module):
@@ -40,8 +45,16 @@ class GatedCell(nn.Module):
         h = like.new_zeros(members, batch, self.hidden)
         return (h, h.clone()) if self.kind == "lstm" else (h,)
 
+    def project(self, x: Tensor) -> Tensor:
+        """The input's share of the gates, ``W_x x + b_x``: ``[M|1, N, in] -> [M, N, gates * H]``."""
+        return ensemble.member_matmul(x, self.W_x) + self.b_x
+
     def forward(self, x_t: Tensor, state: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
-        gx = ensemble.member_matmul(x_t, self.W_x) + self.b_x
+        return self.step(self.project(x_t), state)
+
+    def step(self, gx: Tensor, state: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+        """One step given the input's share of the gates (``project``), so that it can be computed
+        for a whole sequence, or a whole vocabulary, at once."""
         gh = ensemble.member_matmul(state[0], self.W_h) + self.b_h
         if self.kind == "lstm":
             h, c = state
@@ -60,7 +73,8 @@ class GatedRNN(nn.Module):
     """``[M|1, B, T, in] -> [M, B, out]``: a gated cell over time, then a linear read-out.
 
     ``readout_state="last"`` reads ``h_T``; ``"sum"`` reads ``sum_t h_t`` (the summed-state LSTM
-    of the paper's Section 4.3).
+    of the paper's Section 4.3). ``readout`` is ``"linear"`` (with bias), ``"nac"`` or ``"nalu"``.
+    ``per_step`` gives the read-out after every step instead of only the last.
     """
 
     def __init__(
@@ -72,6 +86,7 @@ class GatedRNN(nn.Module):
         cell: str = "lstm",
         readout_state: str = "last",
         recurrent: bool = True,
+        readout: str = "linear",
     ):
         super().__init__()
         if not recurrent:
@@ -80,7 +95,9 @@ class GatedRNN(nn.Module):
             raise ConfigError(f"{cell} takes one hidden size, got {list(hidden)}")
         self.readout_state = check_choice("readout_state", readout_state, ("last", "sum"))
         self.cell = GatedCell(cell, in_features, hidden[0], members)
-        self.readout = ensemble.Linear(hidden[0], out_features, members)
+        kind = check_choice("readout", readout, READOUTS)
+        self.readout = (ensemble.Linear(hidden[0], out_features, members) if kind == "linear"
+                        else UNITS[kind](hidden[0], out_features, members))  # fmt: skip
         self.members = members
 
     def forward(self, x: Tensor) -> Tensor:
@@ -91,3 +108,19 @@ class GatedRNN(nn.Module):
             if self.readout_state == "sum":
                 total = total + state[0]
         return self.readout(total if self.readout_state == "sum" else state[0])
+
+    def per_step(self, x: Tensor) -> Tensor:
+        """``[M|1, B, T, in] -> [M, B, T, out]``: the read-out after every step."""
+        B, T = x.shape[1:3]
+        return self.per_step_from_gates(self.cell.project(x.flatten(1, 2)).unflatten(1, (B, T)))
+
+    def per_step_from_gates(self, gx: Tensor) -> Tensor:
+        """``per_step`` given the inputs' share of the gates ``[M, B, T, gates * H]``."""
+        B, T = gx.shape[1:3]
+        state = self.cell.initial_state(self.members, B, gx)
+        read, total = [], 0
+        for t in range(T):
+            state = self.cell.step(gx[:, :, t], state)
+            total = total + state[0] if self.readout_state == "sum" else state[0]
+            read.append(total)
+        return self.readout(torch.stack(read, dim=2).flatten(1, 2)).unflatten(1, (B, T))

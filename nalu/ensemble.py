@@ -64,6 +64,21 @@ class Linear(nn.Module):
         return y if self.bias is None else y + self.bias
 
 
+class Embedding(nn.Module):
+    """``[B, T]`` token ids -> ``[M, B, T, dim]``: one table per member, ``N(0, 1)`` like
+    ``torch.nn.Embedding``."""
+
+    def __init__(self, vocabulary: int, dim: int, members: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(members, vocabulary, dim))
+
+    def init_member(self, i: int, g: torch.Generator) -> None:
+        self.weight.data[i].normal_(generator=g)
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        return self.weight[:, tokens]
+
+
 def init_members(model: nn.Module, seeds: Sequence[int]) -> None:
     """Initialise member ``i`` of every sub-module from a generator seeded with ``seeds[i]``.
 

@@ -10,19 +10,19 @@ from omegaconf import OmegaConf
 
 from nalu.cell import build_model, model_factory
 from nalu.errors import ConfigError
-from nalu.run import CONFIG_DIR, config_hash
 from nalu.ensemble import init_members
+from nalu.run import CONFIG_DIR, config_hash
 
 from .conftest import compose
 
 TASKS = sorted(p.stem for p in (CONFIG_DIR / "task").glob("*.yaml"))
 MODELS = sorted(p.stem for p in (CONFIG_DIR / "model").glob("*.yaml"))
 EXPERIMENTS = sorted(p.stem for p in (CONFIG_DIR / "experiment").glob("*.yaml"))
-SEQUENCE_ONLY = {"lstm", "gru"}
+SEQUENCE_ONLY = {m for m in MODELS if m.startswith(("lstm", "gru"))}
 # (input features, recurrent) of the model each task builds; MNIST tasks build a recurrent core
-# over 10 encoder features
+# over 10 encoder features, translation one over its token embeddings
 INPUTS = {"identity": (1, False), "static_arithmetic": (100, False), "recurrent_arithmetic": (10, True),
-          "mnist_counting": (10, True), "mnist_addition": (10, True)}
+          "mnist_counting": (10, True), "mnist_addition": (10, True), "translation": (256, True)}
 
 
 @pytest.mark.parametrize("task", TASKS)

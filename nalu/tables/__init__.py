@@ -2,6 +2,7 @@
 
     python -m nalu.tables table1 [--static DIR] [--recurrent DIR] [--out results]
     python -m nalu.tables table2 [--runs DIR] [--out results]
+    python -m nalu.tables table3 [--runs DIR] [--out results]     (also Figure 3)
     python -m nalu.tables table4 [--runs DIR] [--out results]
     python -m nalu.tables table5 [--runs DIR] [--out results]
     python -m nalu.tables curves <run dir> [--out file.png]
@@ -30,6 +31,9 @@ def main(argv: list[str] | None = None) -> None:
     t2 = sub.add_parser("table2", help="Table 2 (MNIST counting and addition)")
     t2.add_argument("--runs", type=Path, default=Path("multirun/table2"))
     t2.add_argument("--out", type=Path, default=Path("results"))
+    t3 = sub.add_parser("table3", help="Table 3 and Figure 3 (number words to number)")
+    t3.add_argument("--runs", type=Path, default=Path("multirun/table3"))
+    t3.add_argument("--out", type=Path, default=Path("results"))
     t4 = sub.add_parser("table4", help="Table 4 (MNIST parity, final-layer ablation)")
     t4.add_argument("--runs", type=Path, default=Path("multirun/table4"))
     t4.add_argument("--out", type=Path, default=Path("results"))
@@ -49,6 +53,10 @@ def main(argv: list[str] | None = None) -> None:
         from nalu.tables import table2
 
         paths = table2.build(a.runs, a.out)
+    elif a.what == "table3":
+        from nalu.tables import translation
+
+        paths = translation.build(a.runs, a.out)
     elif a.what == "table4":
         from nalu.tables import table4
 

@@ -1,0 +1,120 @@
+"""Number words to number: the words, the split, the model's per-token read-out, a tiny Table 3."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+
+from baselines.rnn import GatedRNN
+from nalu.ensemble import Embedding, init_members
+from nalu.errors import ConfigError
+from tasks import number_words as nw
+from tasks.translation import TranslationProblem, WordsToNumber
+
+from .conftest import cli, compose
+
+
+def test_words_match_an_independent_library_for_every_number():
+    num2words = pytest.importorskip("num2words").num2words
+    for n in range(1000):
+        assert " ".join(nw.words(n)) == num2words(n, lang="en").replace("-", " "), n
+
+
+def test_words_examples_and_range():
+    assert nw.words(721) == ["seven", "hundred", "and", "twenty", "one"]
+    assert nw.words(900) == ["nine", "hundred"] and nw.words(40) == ["forty"]
+    with pytest.raises(ValueError):
+        nw.words(1000)
+
+
+def test_paper_split_sizes_cover_and_seed():
+    numbers = list(range(1000))
+    s = nw.split(numbers, 169, 200, seed=0)
+    assert (len(s.train), len(s.validation), len(s.test)) == (169, 200, 631)
+    assert set(s.train) | set(s.validation) | set(s.test) == set(numbers)
+    assert not set(s.train) & set(s.validation) and not set(s.train) & set(s.test)
+    assert not set(s.validation) & set(s.test)
+    assert set(range(20)) <= set(s.train)
+    assert {w for n in s.train for w in nw.words(n)} == set(nw.vocabulary(numbers)[1:])
+    assert nw.split(numbers, 169, 200, seed=0) == s
+    assert nw.split(numbers, 169, 200, seed=1).test != s.test
+
+
+def test_split_adjusts_a_sample_that_misses_tokens():
+    # 25 training numbers: 0..19 plus 5; "hundred", "and" and the 8 tens words need adjusting
+    # in most draws, and 5 numbers can hold at most 5 tens words: refused, with the reason
+    with pytest.raises(ConfigError, match="cannot hold every token"):
+        nw.split(list(range(1000)), 25, 200, seed=0)
+    # over 0..99 the 8 tens words fit in 8 sampled numbers whatever the draw
+    for seed in range(20):
+        s = nw.split(list(range(100)), 28, 20, seed=seed)
+        assert {w for n in s.train for w in nw.words(n)} == set(nw.vocabulary(list(range(100)))[1:])
+
+
+@pytest.mark.parametrize("bad", [(0, 1000), (-1, 10), (50, 10)])
+def test_range_outside_0_999_is_refused(bad):
+    with pytest.raises(ConfigError, match="0..999"):
+        nw.check_range(*bad)
+
+
+def test_bad_translation_config_gives_one_line_errors(workdir):
+    for override in ["task.numbers=[0,1200]", "task.split.train=10"]:
+        p = cli(["-m", "nalu.run", "task=translation", override, "progress=false"], workdir, check=False)
+        assert p.returncode == 2, p.stderr
+        line, = p.stderr.strip().splitlines()
+        assert line.startswith("error:")
+    p = cli(["-m", "nalu.run", "task=translation", "model=nac", "progress=false"], workdir, check=False)
+    assert p.returncode == 2 and "lstm_nalu" in p.stderr
+
+
+def model(readout: str, readout_state: str = "last", members: int = 2) -> WordsToNumber:
+    core = GatedRNN(6, 1, members, [5], "lstm", readout_state, True, readout)
+    m = WordsToNumber(Embedding(9, 6, members), core)
+    init_members(m, list(range(members)))
+    return m
+
+
+@pytest.mark.parametrize("readout", ["linear", "nac", "nalu"])
+@pytest.mark.parametrize("readout_state", ["last", "sum"])
+def test_running_read_out_matches_the_plain_model(readout, readout_state):
+    """The vocabulary-projected per-token read-out equals running the LSTM on the embeddings,
+    and the training output is the read-out after each sequence's own last token."""
+    m = model(readout, readout_state)
+    tokens = torch.tensor([[3, 1, 4, 0, 0], [2, 7, 1, 8, 2], [5, 0, 0, 0, 0]])
+    run = m.running(tokens)
+    plain = m.core.per_step(m.embedding(tokens))[..., 0]
+    torch.testing.assert_close(run, plain)
+    out = m(tokens)
+    assert out.shape == (2, 3, 1)
+    torch.testing.assert_close(out[:, :, 0], torch.stack([run[:, 0, 2], run[:, 1, 4], run[:, 2, 0]], 1))
+    torch.testing.assert_close(m.core(m.embedding(tokens[1:2]))[:, 0, 0], run[:, 1, -1])
+
+
+def test_problem_batches_the_whole_training_set():
+    cfg = compose(["task=translation"])
+    p = TranslationProblem(cfg.task, [0, 1])
+    tokens, y = p.batch()
+    assert tokens.shape[0] == 169 and y.shape == (1, 169, 1)
+    assert sorted(y.flatten().long().tolist()) == p.split.train
+    for row in (0, 50, 168):
+        n = int(y[0, row, 0])
+        assert [p.vocabulary[i] for i in tokens[row].tolist() if i] == nw.words(n)
+
+
+def test_tiny_table3_end_to_end(workdir):
+    tiny = ["progress=false", "task.steps=6", "task.eval_every=3", "seeds=2", "task.lstm_size=4"]
+    cli(["-m", "nalu.run", "-m", "+experiment=table3", "model=lstm_sum,lstm_nalu"] + tiny, workdir)
+    out = workdir / "results"
+    cli(["-m", "nalu.tables", "table3", "--runs", str(workdir / "multirun/table3"), "--out", str(out)],
+        workdir)  # fmt: skip
+    md = (out / "table3.md").read_text()
+    assert "| LSTM + NALU " in md and "/ 0.41" in md and "6 full-batch Adam steps" in md
+    df = pd.read_csv(out / "table3.csv")
+    row = df[df.model == "lstm_nalu"].iloc[0]
+    assert row.candidates == 4 and row.chosen_lstm_size == 4  # 2 learning rates x 2 seeds
+    assert (out / "figure3.png").stat().st_size > 0
+    fig = pd.read_csv(out / "figure3.csv")
+    test = nw.split(list(range(1000)), 169, 200, seed=0).test
+    assert len(fig) and set(fig.number) <= set(test)
+    assert fig.groupby("number").size().to_dict() == {n: len(nw.words(n)) for n in set(fig.number)}
