@@ -1,7 +1,15 @@
-"""Gated recurrent baselines (LSTM, GRU) with a linear read-out, batched over seeds.
+"""Gated recurrent baselines (LSTM, GRU, UGRNN) with a linear read-out, batched over seeds.
 
-The equations are those of ``torch.nn.LSTM`` / ``torch.nn.GRU`` (Hochreiter & Schmidhuber 1997;
-Cho et al. 2014), as is the initialisation ``U(-1/sqrt(H), 1/sqrt(H))``. The ungated ReLU and
+The LSTM and GRU equations are those of ``torch.nn.LSTM`` / ``torch.nn.GRU`` (Hochreiter &
+Schmidhuber 1997; Cho et al. 2014), as is the initialisation ``U(-1/sqrt(H), 1/sqrt(H))``. The
+UGRNN (update-gate RNN; Collins, Sohl-Dickstein & Sussillo 2017, "Capacity and trainability in
+recurrent neural networks", Section 2) has one gate that interpolates between the old state and a
+tanh candidate::
+
+    c_t = tanh(W_c x_t + U_c h_{t-1} + b_c)
+    g_t = sigmoid(W_g x_t + U_g h_{t-1} + b_g)
+    h_t = g_t * h_{t-1} + (1 - g_t) * c_t
+ The ungated ReLU and
 tanh RNNs are ``baselines.mlp.MLP`` with ``recurrent=True`` (see ``nalu.stack``).
 
 The read-out is linear by default; ``readout="nac"`` or ``"nalu"`` puts an arithmetic unit there
@@ -20,12 +28,12 @@ from nalu import ensemble
 from nalu.errors import ConfigError, check_choice
 from nalu.units import UNITS
 
-GATES = {"lstm": 4, "gru": 3}
+GATES = {"lstm": 4, "gru": 3, "ugrnn": 2}
 READOUTS = ("linear", *UNITS)
 
 
 class GatedCell(nn.Module):
-    """One LSTM or GRU step for every member: ``state -> state`` given ``x_t``."""
+    """One LSTM, GRU or UGRNN step for every member: ``state -> state`` given ``x_t``."""
 
     def __init__(self, kind: str, in_features: int, hidden: int, members: int):
         super().__init__()
@@ -62,6 +70,10 @@ class GatedCell(nn.Module):
             c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
             return torch.sigmoid(o) * torch.tanh(c), c
         (h,) = state
+        if self.kind == "ugrnn":
+            candidate, gate = (gx + gh).chunk(2, dim=-1)
+            g = torch.sigmoid(gate)
+            return (g * h + (1 - g) * torch.tanh(candidate),)
         xr, xz, xn = gx.chunk(3, dim=-1)
         hr, hz, hn = gh.chunk(3, dim=-1)
         r, z = torch.sigmoid(xr + hr), torch.sigmoid(xz + hz)

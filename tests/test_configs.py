@@ -18,7 +18,7 @@ from .conftest import compose
 TASKS = sorted(p.stem for p in (CONFIG_DIR / "task").glob("*.yaml"))
 MODELS = sorted(p.stem for p in (CONFIG_DIR / "model").glob("*.yaml"))
 EXPERIMENTS = sorted(p.stem for p in (CONFIG_DIR / "experiment").glob("*.yaml"))
-SEQUENCE_ONLY = {m for m in MODELS if m.startswith(("lstm", "gru"))}
+SEQUENCE_ONLY = {m for m in MODELS if m.startswith(("lstm", "gru", "ugrnn", "dnc"))}
 # (input features, recurrent) of the model each task builds; MNIST tasks build a recurrent core
 # over 10 encoder features, translation one over its token embeddings
 INPUTS = {"identity": (1, False), "static_arithmetic": (100, False), "recurrent_arithmetic": (10, True),
