@@ -20,9 +20,10 @@ MODELS = sorted(p.stem for p in (CONFIG_DIR / "model").glob("*.yaml"))
 EXPERIMENTS = sorted(p.stem for p in (CONFIG_DIR / "experiment").glob("*.yaml"))
 SEQUENCE_ONLY = {m for m in MODELS if m.startswith(("lstm", "gru", "ugrnn", "dnc"))}
 # (input features, recurrent) of the model each task builds; MNIST tasks build a recurrent core
-# over 10 encoder features, translation one over its token embeddings
+# over 10 encoder features, translation and program_eval one over their token embeddings
 INPUTS = {"identity": (1, False), "static_arithmetic": (100, False), "recurrent_arithmetic": (10, True),
-          "mnist_counting": (10, True), "mnist_addition": (10, True), "translation": (256, True)}
+          "mnist_counting": (10, True), "mnist_addition": (10, True), "translation": (256, True),
+          "program_eval": (16, True)}
 
 
 @pytest.mark.parametrize("task", TASKS)

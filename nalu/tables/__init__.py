@@ -5,6 +5,7 @@
     python -m nalu.tables table3 [--runs DIR] [--out results]     (also Figure 3)
     python -m nalu.tables table4 [--runs DIR] [--out results]
     python -m nalu.tables table5 [--runs DIR] [--out results]
+    python -m nalu.tables figure4 [--runs DIR] [--out results]
     python -m nalu.tables curves <run dir> [--out file.png]
 """
 
@@ -40,6 +41,9 @@ def main(argv: list[str] | None = None) -> None:
     t5 = sub.add_parser("table5", help="Table 5 and Figure 1 (identity function)")
     t5.add_argument("--runs", type=Path, default=Path("multirun/table5"))
     t5.add_argument("--out", type=Path, default=Path("results"))
+    f4 = sub.add_parser("figure4", help="Figure 4 (program evaluation)")
+    f4.add_argument("--runs", type=Path, default=Path("multirun/figure4"))
+    f4.add_argument("--out", type=Path, default=Path("results"))
     cv = sub.add_parser("curves", help="plot a run directory's history.csv")
     cv.add_argument("run_dir", type=Path)
     cv.add_argument("--out", type=Path, default=None)
@@ -65,6 +69,10 @@ def main(argv: list[str] | None = None) -> None:
         from nalu.tables import identity
 
         paths = identity.build(a.runs, a.out)
+    elif a.what == "figure4":
+        from nalu.tables import figure4
+
+        paths = figure4.build(a.runs, a.out)
     else:
         from nalu.tables import curves
 

@@ -1,0 +1,106 @@
+"""Figure 4: program evaluation, error and exact-match accuracy against the operand domain.
+
+For every task (addition, program) and model: the mean over seeds of the MAE and of the accuracy
+of the rounded answer at each test domain, with a band of two standard deviations (the paper's
+2-sigma bands). Each seed is evaluated at its best validation step. A diverged seed is counted in
+the legend and the CSV, and left out of the mean (its error is not a number).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from nalu.io import write_text_atomic  # noqa: E402
+from nalu.tables.common import load_cells, to_markdown  # noqa: E402
+
+MODELS = {"ugrnn": "UGRNN", "lstm": "LSTM", "dnc": "DNC", "ugrnn_nalu": "UGRNN + NALU",
+          "lstm_nalu": "LSTM + NALU", "dnc_nalu": "DNC + NALU", "nalu": "recurrent NALU"}  # fmt: skip
+KINDS = {"addition": "addition of two integers", "program": "program with a conditional"}
+
+
+def rows(cells: list[dict]) -> pd.DataFrame:
+    out = []
+    for c in cells:
+        members = c["members"]
+        diverged = np.array([m["diverged"] for m in members])
+        for d in c["domains"]:
+            for metric in ("mae", "accuracy"):
+                v = np.array([m["best"][f"{metric}_{d}"] for m in members], dtype=float)
+                ok = ~diverged & np.isfinite(v)
+                mean = float(v[ok].mean()) if ok.any() else math.nan
+                sd = float(v[ok].std()) if ok.sum() > 1 else 0.0
+                out.append({"kind": c["kind"], "model": c["model"], "domain": d, "metric": metric,
+                            "mean": mean, "two_sigma": 2 * sd, "seeds": len(members),
+                            "diverged": int(diverged.sum()), "finite": int(ok.sum()),
+                            "steps": c["steps"]})  # fmt: skip
+    return pd.DataFrame(out, columns=["kind", "model", "domain", "metric", "mean", "two_sigma", "seeds",
+                                      "diverged", "finite", "steps"])  # fmt: skip
+
+
+def plot(df: pd.DataFrame, path: Path, train_domain: int, caption: str) -> None:
+    kinds = [k for k in KINDS if k in set(df.kind)] or list(KINDS)
+    fig, axes = plt.subplots(2, len(kinds), figsize=(6 * len(kinds), 8), squeeze=False)
+    cmap = plt.get_cmap("tab10")
+    for j, kind in enumerate(kinds):
+        for i, metric in enumerate(("mae", "accuracy")):
+            ax = axes[i, j]
+            for k, (model, label) in enumerate(MODELS.items()):
+                f = df[(df.kind == kind) & (df.model == model) & (df.metric == metric)].sort_values("domain")
+                if f.empty:
+                    continue
+                div = int(f.diverged.iloc[0])
+                name = label + (f" ({div}/{int(f.seeds.iloc[0])} diverged)" if div else "")
+                style = "--" if "nalu" in model else "-"
+                ax.plot(f.domain, f["mean"], style, marker="o", ms=3, color=cmap(k), label=name)
+                lo, hi = f["mean"] - f.two_sigma, f["mean"] + f.two_sigma
+                if metric == "accuracy":
+                    lo, hi = lo.clip(0, 100), hi.clip(0, 100)
+                else:
+                    lo = lo.clip(lower=1e-3)
+                ax.fill_between(f.domain, lo, hi, color=cmap(k), alpha=0.12, lw=0)
+            ax.axvline(train_domain, color="0.5", ls=":", lw=1)
+            ax.set_xscale("log")
+            if metric == "mae":
+                ax.set_yscale("log")
+            ax.set(xlabel="operand domain (operands below)", title=KINDS[kind],
+                   ylabel="mean absolute error" if metric == "mae" else "exact match of rounded answer (%)")  # fmt: skip
+        axes[0, j].legend(fontsize=7)
+    fig.suptitle(caption, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def build(runs: Path, out: Path) -> list[Path]:
+    cells = [c for c in load_cells(runs) if c["task"] == "program_eval"]
+    df = rows(cells)
+    caption = "no cells were run"
+    train_domain = 100
+    if cells:
+        c0 = cells[0]
+        t, o = c0["config"]["task"], c0["config"]["optimizer"]
+        train_domain = t["train_domain"]
+        caption = (f"Trained on operands below {train_domain} ({c0['steps']:,} steps of Adam, lr {o['lr']}, "
+                   f"batch {t['batch_size']}); {len(c0['seeds'])} seeds per model, mean and 2-sigma band; "
+                   f"{t['test_size']} programs per domain")  # fmt: skip
+    png, csv, md = out / "figure4.png", out / "figure4.csv", out / "figure4.md"
+    plot(df, png, train_domain, caption)
+    write_text_atomic(csv, df.to_csv(index=False))
+    wide = df.assign(value=[f"{m:.1f} +- {s:.1f}" if np.isfinite(m) else "n/a" for m, s in zip(df["mean"], df.two_sigma)])
+    lines = ["# Figure 4: program evaluation", caption + ". The dotted line marks the training domain. "
+             "![figure 4](figure4.png)"]  # fmt: skip
+    for (kind, metric), f in wide.groupby(["kind", "metric"], sort=False):
+        table = f.pivot(index="model", columns="domain", values="value").reindex([m for m in MODELS if m in set(f.model)])
+        table.index = [MODELS[m] for m in table.index]
+        lines += [f"## {KINDS.get(kind, kind)}: {'MAE' if metric == 'mae' else 'exact match (%)'}",
+                  to_markdown(table.reset_index().rename(columns={"index": "model"}).rename(columns=str))]  # fmt: skip
+    write_text_atomic(md, "\n\n".join(lines) + "\n")
+    return [png, csv, md]

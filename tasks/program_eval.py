@@ -1,0 +1,87 @@
+"""Program evaluation (Trask et al. 2018, Section 4.4, Figure 4; Appendix E).
+
+A text from ``tasks.programs`` (``"17+42"``, or a small program with a conditional) is read one
+character at a time: a learned embedding per character, then a recurrent model (``model=``:
+``ugrnn``, ``lstm``, ``dnc`` with a linear read-out, ``ugrnn_nalu``, ``lstm_nalu``, ``dnc_nalu``
+with a NALU read-out, or ``nalu``, a recurrent NALU), whose output after the last character is the
+answer. Squared error; fresh programs with operands below ``train_domain`` at every step.
+
+Evaluation: for each operand domain in ``test_domains``, a fixed set of programs; mean absolute
+error and exact-match accuracy (%) of the rounded answer. ``validation`` (MSE on held-out programs
+of the training domain) picks each seed's best step.
+"""
+
+from __future__ import annotations
+
+import torch
+from omegaconf import DictConfig
+from torch import Tensor, nn
+
+from nalu.cell import model_factory, train_cell
+from nalu.ensemble import Embedding, in_chunks
+from nalu.errors import ConfigError, check_choice
+from nalu.seeding import generator
+from nalu.train import Metrics
+from tasks import programs
+
+
+class CharsToNumber(nn.Module):
+    """``[B, T]`` character ids (left-padded) -> ``[M, B, 1]``: the core's output after the last."""
+
+    def __init__(self, embedding: Embedding, core: nn.Module):
+        super().__init__()
+        self.embedding, self.core = embedding, core
+
+    def forward(self, ids: Tensor) -> Tensor:
+        return self.core(self.embedding(ids))
+
+
+class ProgramProblem:
+    def __init__(self, cfg: DictConfig, seeds: list[int]):
+        self.members, self.batch_size = len(seeds), cfg.batch_size
+        self.kind = check_choice("program kind", cfg.kind, programs.KINDS)
+        if cfg.train_domain < 2 or min(cfg.test_domains) < 2:
+            raise ConfigError(f"operand domains must be at least 2, got train {cfg.train_domain}, "
+                              f"test {list(cfg.test_domains)}")  # fmt: skip
+        self.train_domain = cfg.train_domain
+        self.gen = generator("program_eval", self.kind, "train_data", cfg.data_seed)
+        self.validation = self.fixed_set(cfg.validation_size, cfg.train_domain, "validation")
+        self.tests = {int(d): self.fixed_set(cfg.test_size, int(d), f"test{d}") for d in cfg.test_domains}
+
+    def fixed_set(self, n: int, domain: int, name: str) -> tuple[Tensor, Tensor]:
+        return self.encode(programs.generate(self.kind, n, domain, generator("program_eval", self.kind, name)))
+
+    @staticmethod
+    def encode(texts: list[str]) -> tuple[Tensor, Tensor]:
+        y = torch.tensor([programs.evaluate(t) for t in texts], dtype=torch.float32)
+        return programs.encode(texts), y.view(1, -1, 1)
+
+    def batch(self) -> tuple[Tensor, Tensor]:
+        return self.encode(programs.generate(self.kind, self.batch_size, self.train_domain, self.gen))
+
+    @staticmethod
+    def _predict(model: nn.Module, ids: Tensor, chunk: int = 250) -> Tensor:
+        return in_chunks(lambda s: model(ids[s]), len(ids), chunk)
+
+    def evaluate(self, model: nn.Module) -> Metrics:
+        ids, y = self.validation
+        out = {"validation": (self._predict(model, ids) - y).square().mean((1, 2))}
+        for domain, (ids, y) in self.tests.items():
+            pred = self._predict(model, ids)
+            out[f"mae_{domain}"] = (pred - y).abs().mean((1, 2))
+            rounded = torch.nan_to_num(pred, nan=0.5).clamp(-1e9, 1e9).round()
+            out[f"accuracy_{domain}"] = 100 * (rounded == y).float().mean((1, 2))
+        return out
+
+
+def run(cfg: DictConfig, log) -> dict:
+    seeds, t = list(cfg.seeds), cfg.task
+    problem = ProgramProblem(t, seeds)
+    core_factory = model_factory(cfg.model)
+
+    def factory(in_features: int, out_features: int, members: int, recurrent: bool) -> nn.Module:
+        core = core_factory(in_features=t.embedding, out_features=1, members=members, recurrent=True)
+        return CharsToNumber(Embedding(len(programs.ALPHABET) + 1, t.embedding, members), core)
+
+    summary, _ = train_cell(cfg, problem, t.embedding, 1, True, log, select="validation", factory=factory)
+    return {**summary, "kind": problem.kind, "domains": sorted(problem.tests)}
