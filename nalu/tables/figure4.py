@@ -88,7 +88,8 @@ def build(runs: Path, out: Path) -> list[Path]:
         c0 = cells[0]
         t, o = c0["config"]["task"], c0["config"]["optimizer"]
         train_domain = t["train_domain"]
-        caption = (f"Trained on operands below {train_domain} ({c0['steps']:,} steps of Adam, lr {o['lr']}, "
+        steps = ", ".join(f"{k} {s:,}" for k, s in sorted({(c["kind"], c["steps"]) for c in cells}))
+        caption = (f"Trained on operands below {train_domain} (steps of Adam: {steps}; lr {o['lr']}, "
                    f"batch {t['batch_size']}); {len(c0['seeds'])} seeds per model, mean and 2-sigma band; "
                    f"{t['test_size']} programs per domain")  # fmt: skip
     png, csv, md = out / "figure4.png", out / "figure4.csv", out / "figure4.md"
