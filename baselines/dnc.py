@@ -56,6 +56,22 @@ def allocation_weighting(usage: Tensor) -> Tensor:
     return torch.zeros_like(usage).scatter(-1, order, (1 - sorted_usage) * before)
 
 
+def temporal_links(link: Tensor, precedence: Tensor, ww: Tensor) -> tuple[Tensor, Tensor]:
+    """``L_t`` and ``p_t`` from ``L_{t-1}`` ``[M, B, N, N]``, ``p_{t-1}`` and the write weighting
+    ``w^w_t`` ``[M, B, N]``: ``L[i, j]`` grows when row ``i`` is written right after row ``j``."""
+    n = link.shape[-1]
+    link = (1 - ww.unsqueeze(-1) - ww.unsqueeze(-2)) * link + ww.unsqueeze(-1) * precedence.unsqueeze(-2)
+    link = link * (1 - torch.eye(n, dtype=link.dtype, device=link.device))
+    return link, (1 - ww.sum(-1, keepdim=True)) * precedence + ww
+
+
+def directional_reads(link: Tensor, read_weights: Tensor) -> tuple[Tensor, Tensor]:
+    """Forward ``f = L w^r_{t-1}`` and backward ``b = L^T w^r_{t-1}`` weightings ``[M, B, R, N]``."""
+    forward = torch.einsum("mbij,mbrj->mbri", link, read_weights)
+    backward = torch.einsum("mbji,mbrj->mbri", link, read_weights)
+    return forward, backward
+
+
 @dataclass
 class MemoryState:
     controller: tuple[Tensor, ...]  # the LSTM's (h, c)
@@ -88,6 +104,9 @@ class DNC(nn.Module):
             raise ConfigError("dnc is a sequence model; use it with a recurrent task")
         if len(hidden) != 1:
             raise ConfigError(f"dnc takes one controller size, got {list(hidden)}")
+        if min(memory_size, word_size, read_heads) < 1:
+            raise ConfigError(f"dnc memory_size, word_size and read_heads must be >= 1, got "
+                              f"{memory_size}, {word_size}, {read_heads}")  # fmt: skip
         self.members, self.H = members, hidden[0]
         self.N, self.W, self.R = memory_size, word_size, read_heads
         self.controller = GatedCell("lstm", in_features + read_heads * word_size, self.H, members)
@@ -111,7 +130,7 @@ class DNC(nn.Module):
     def step(self, x_t: Tensor, s: MemoryState) -> tuple[Tensor, MemoryState]:
         """One time step: ``x_t`` ``[M|1, B, in]`` -> (output ``[M, B, out]``, new state)."""
         M, B = self.members, s.memory.shape[1]
-        R, W, N = self.R, self.W, self.N
+        R, W = self.R, self.W
         x_t = x_t.expand(M, -1, -1)
         controller = self.controller(torch.cat([x_t, s.read_vectors.flatten(2)], -1), s.controller)
         h = controller[0]
@@ -132,14 +151,9 @@ class DNC(nn.Module):
         memory = (s.memory * (1 - ww.unsqueeze(-1) * erase.unsqueeze(2))
                   + ww.unsqueeze(-1) * write_vector.unsqueeze(2))  # fmt: skip
 
-        # temporal links (from the previous precedence), then the new precedence
-        link = (1 - ww.unsqueeze(-1) - ww.unsqueeze(-2)) * s.link + ww.unsqueeze(-1) * s.precedence.unsqueeze(-2)
-        link = link * (1 - torch.eye(N, dtype=link.dtype, device=link.device))
-        precedence = (1 - ww.sum(-1, keepdim=True)) * s.precedence + ww
-
-        # reads: backward, content, forward
-        forward = torch.einsum("mbij,mbrj->mbri", link, s.read_weights)
-        backward = torch.einsum("mbji,mbrj->mbri", link, s.read_weights)
+        # temporal links (from the previous precedence), then reads: backward, content, forward
+        link, precedence = temporal_links(s.link, s.precedence, ww)
+        forward, backward = directional_reads(link, s.read_weights)
         content_r = content_weighting(memory, read_keys, read_strengths)
         rw = modes[..., 0:1] * backward + modes[..., 1:2] * content_r + modes[..., 2:3] * forward
         read_vectors = rw @ memory

@@ -32,6 +32,7 @@ from baselines.convnet import DigitEncoder, OverDigits
 from nalu.cell import train_cell
 from nalu.ensemble import in_chunks
 from nalu.errors import ConfigError, check_choice
+from nalu.scoring import rounded
 from nalu.seeding import generator
 from nalu.train import Metrics
 from tasks import mnist_data
@@ -72,9 +73,9 @@ class ParityProblem:
         out = {"validation": (self._predict(model, self.val_images, self.val_index) - val_target).square().mean(1)}
         test_target = self.target(self.test_labels[self.test_index])
         s = self._predict(model, self.test_images, self.test_index)
-        rounded = torch.nan_to_num(s, nan=0.5, posinf=0.5, neginf=0.5).clamp(-1e6, 1e6).round().long()
-        out["accuracy"] = 100 * (rounded.remainder(2) == test_target.remainder(2)).float().mean(1)
-        out["count_accuracy"] = 100 * (rounded == test_target).float().mean(1)
+        answer = rounded(s)
+        out["accuracy"] = 100 * (answer.remainder(2) == test_target.remainder(2)).float().mean(1)
+        out["count_accuracy"] = 100 * (answer == test_target).float().mean(1)
         return out
 
 

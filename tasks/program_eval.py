@@ -20,6 +20,7 @@ from torch import Tensor, nn
 from nalu.cell import model_factory, train_cell
 from nalu.ensemble import Embedding, in_chunks
 from nalu.errors import ConfigError, check_choice
+from nalu.scoring import rounded
 from nalu.seeding import generator
 from nalu.train import Metrics
 from tasks import programs
@@ -40,9 +41,12 @@ class ProgramProblem:
     def __init__(self, cfg: DictConfig, seeds: list[int]):
         self.members, self.batch_size = len(seeds), cfg.batch_size
         self.kind = check_choice("program kind", cfg.kind, programs.KINDS)
-        if cfg.train_domain < 2 or min(cfg.test_domains) < 2:
-            raise ConfigError(f"operand domains must be at least 2, got train {cfg.train_domain}, "
-                              f"test {list(cfg.test_domains)}")  # fmt: skip
+        if cfg.train_domain < 2 or not cfg.test_domains or min(cfg.test_domains) < 2:
+            raise ConfigError(f"operand domains must be at least 2 (and at least one test domain), got "
+                              f"train {cfg.train_domain}, test {list(cfg.test_domains)}")  # fmt: skip
+        for key in ("batch_size", "validation_size", "test_size"):
+            if cfg[key] < 1:
+                raise ConfigError(f"task.{key} must be at least 1, got {cfg[key]}")
         self.train_domain = cfg.train_domain
         self.gen = generator("program_eval", self.kind, "train_data", cfg.data_seed)
         self.validation = self.fixed_set(cfg.validation_size, cfg.train_domain, "validation")
@@ -69,8 +73,7 @@ class ProgramProblem:
         for domain, (ids, y) in self.tests.items():
             pred = self._predict(model, ids)
             out[f"mae_{domain}"] = (pred - y).abs().mean((1, 2))
-            rounded = torch.nan_to_num(pred, nan=0.5).clamp(-1e9, 1e9).round()
-            out[f"accuracy_{domain}"] = 100 * (rounded == y).float().mean((1, 2))
+            out[f"accuracy_{domain}"] = 100 * (rounded(pred) == y).float().mean((1, 2))
         return out
 
 

@@ -8,7 +8,9 @@ Two kinds of text, read one character at a time, each answered with one integer:
 
       program := "a=" INT ";b=" INT ";if a" CMP "b:c=" EXPR " else:c=" EXPR ";print(c)"
       CMP     := "<" | ">"
-      EXPR    := VAR OP VAR        VAR := "a" | "b"      OP := "+" | "-"
+      EXPR    := "a" OP "b" | "b" OP "a"        OP := "+" | "-"
+
+  (the two variables differ, so no branch is a constant such as ``a-a``)
 
   e.g. ``"a=17;b=42;if a<b:c=a+b else:c=b-a;print(c)"`` -> 59. The answer can be negative.
 
@@ -36,10 +38,11 @@ def generate(kind: str, n: int, domain: int, g: torch.Generator) -> list[str]:
     if kind == "addition":
         return [f"{x}+{y}" for x, y in zip(a, b)]
     cmp = torch.randint(0, 2, (n,), generator=g).tolist()
-    exprs = torch.randint(0, 8, (2, n), generator=g).tolist()
+    exprs = torch.randint(0, 4, (2, n), generator=g).tolist()
 
     def expr(k: int) -> str:
-        return f"{'ab'[k & 1]}{'+-'[(k >> 1) & 1]}{'ab'[(k >> 2) & 1]}"
+        first, second = "ab" if k & 1 else "ba"
+        return f"{first}{'+-'[k >> 1]}{second}"
 
     return [f"a={x};b={y};if a{'<>'[c]}b:c={expr(e1)} else:c={expr(e2)};print(c)"
             for x, y, c, e1, e2 in zip(a, b, cmp, *exprs)]  # fmt: skip

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from baselines.dnc import DNC, allocation_weighting, content_weighting
+from baselines.dnc import DNC, allocation_weighting, content_weighting, directional_reads, temporal_links
 from nalu.ensemble import init_members
 
 TOL = 1e-5
@@ -27,6 +27,23 @@ def test_allocation_prefers_free_rows_and_sums_to_at_most_one():
     for _ in range(20):
         a = allocation_weighting(torch.rand(2, 3, 8))
         assert (a >= 0).all() and (a.sum(-1) <= 1 + TOL).all()
+
+
+def test_links_record_the_order_of_writes_and_reads_follow_them():
+    """Write rows 0, 1, 2 in turn (one-hot weightings): L[1, 0] = L[2, 1] = 1 and nothing else;
+    from row 0 the forward weighting lands on row 1, from row 2 the backward one on row 1."""
+    N = 4
+    link, precedence = torch.zeros(1, 1, N, N), torch.zeros(1, 1, N)
+    for row in (0, 1, 2):
+        link, precedence = temporal_links(link, precedence, torch.eye(N)[row].view(1, 1, N))
+    expected = torch.zeros(N, N)
+    expected[1, 0] = expected[2, 1] = 1.0
+    torch.testing.assert_close(link[0, 0], expected)
+    torch.testing.assert_close(precedence[0, 0], torch.eye(N)[2])
+    forward, backward = directional_reads(link, torch.eye(N)[[0, 2]].view(1, 1, 2, N))
+    torch.testing.assert_close(forward[0, 0, 0], torch.eye(N)[1])
+    torch.testing.assert_close(backward[0, 0, 1], torch.eye(N)[1])
+    assert forward[0, 0, 1].sum() == 0  # nothing was written after row 2
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

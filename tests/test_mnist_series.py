@@ -93,6 +93,21 @@ def test_tiny_table2_end_to_end(fake_mnist, workdir):
     assert len(df) == 16
 
 
+def test_parity_of_a_diverged_output_is_never_right(fake_mnist):
+    from tasks.mnist_parity import ParityProblem
+
+    cfg = compose(["task=mnist_parity", "task.validation_images=40", "task.validation_samples=8",
+                   "task.test_samples=20"])  # fmt: skip
+    p = ParityProblem(cfg.task, [0, 1], fake_mnist)
+
+    class Broken(torch.nn.Module):
+        def forward(self, images):
+            return torch.tensor([float("nan"), float("inf")]).view(2, 1, 1).expand(2, images.shape[1], 1)
+
+    m = p.evaluate(Broken())
+    assert m["accuracy"].tolist() == [0.0, 0.0] and m["count_accuracy"].tolist() == [0.0, 0.0]
+
+
 def test_parity_target_must_be_known(fake_mnist):
     from nalu.errors import ConfigError
     from tasks.mnist_parity import ParityProblem

@@ -60,6 +60,30 @@ def test_domains_are_as_configured(kind):
     assert (ids[:, -1] != programs.PAD).all()  # rows end on their last character
 
 
+def test_no_branch_is_a_constant():
+    g = torch.Generator().manual_seed(0)
+    branches = {t.split(":c=")[k].split(" ")[0].split(";")[0]
+                for t in programs.generate("program", 500, 100, g) for k in (1, 2)}  # fmt: skip
+    assert branches == {"a+b", "b+a", "a-b", "b-a"}
+
+
+def test_non_finite_answers_match_no_label():
+    from nalu.scoring import rounded
+
+    pred = torch.tensor([0.4, float("nan"), float("inf"), -float("inf"), 3e7, -2.6])
+    labels = torch.tensor([0.0, 0.0, 0.0, 0.0, 3e7, -3.0])
+    assert (rounded(pred) == labels).tolist() == [True, False, False, False, False, True]
+
+
+@pytest.mark.parametrize("override", ["task.test_domains=[]", "task.test_size=0", "task.batch_size=0",
+                                      "task.train_domain=1"])  # fmt: skip
+def test_bad_sizes_are_refused(override):
+    from nalu.errors import ConfigError
+
+    with pytest.raises(ConfigError):
+        ProgramProblem(compose(["task=program_eval", override]).task, [0])
+
+
 def test_bad_kind_is_refused_with_the_valid_ones(workdir):
     p = cli(["-m", "nalu.run", "task=program_eval", "task.kind=sorting", "progress=false"], workdir, check=False)
     assert p.returncode == 2 and "addition" in p.stderr and "program" in p.stderr

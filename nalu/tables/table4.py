@@ -60,7 +60,7 @@ def build(runs: Path, out: Path) -> list[Path]:
             f"Task (ours; the paper defers to Segui et al. 2015): is the sum of {t['digits']} MNIST "
             f"digits odd? A shared encoder ({describe_encoder(t['encoder'])}, per digit) feeds the "
             f"final layer under study, trained end to end with squared error on "
-            f"{TARGET_WORDS[t.get('target', 'sum')]}, {t['batch_size']} inputs per "
+            f"{TARGET_WORDS.get(t.get('target', 'sum'), t.get('target'))}, {t['batch_size']} inputs per "
             f"step, {c0['steps']:,} steps of Adam (lr {o['lr']}), {len(c0['seeds'])} seeds per row; "
             f"accuracy = parity of the rounded output on {t['test_samples']:,} inputs from the MNIST "
             "test images, for the seed with the lowest validation MSE."
