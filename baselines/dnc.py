@@ -28,10 +28,9 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from baselines.rnn import READOUTS, GatedCell
+from baselines.rnn import GatedCell, make_readout
 from nalu import ensemble
-from nalu.errors import ConfigError, check_choice
-from nalu.units import UNITS
+from nalu.errors import ConfigError
 
 EPS = 1e-6
 
@@ -115,10 +114,7 @@ class DNC(nn.Module):
                       "erase": W, "write_vector": W, "free_gates": R, "allocation_gate": 1,
                       "write_gate": 1, "read_modes": 3 * R}  # fmt: skip
         self.interface = ensemble.Linear(self.H, sum(self.sizes.values()), members)
-        kind = check_choice("readout", readout, READOUTS)
-        n_in = self.H + R * W
-        self.readout = (ensemble.Linear(n_in, out_features, members) if kind == "linear"
-                        else UNITS[kind](n_in, out_features, members))  # fmt: skip
+        self.readout = make_readout(readout, self.H + R * W, out_features, members)
 
     def initial_state(self, batch: int, like: Tensor) -> MemoryState:
         M, N, W, R = self.members, self.N, self.W, self.R

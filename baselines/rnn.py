@@ -9,8 +9,9 @@ tanh candidate::
     c_t = tanh(W_c x_t + U_c h_{t-1} + b_c)
     g_t = sigmoid(W_g x_t + U_g h_{t-1} + b_g)
     h_t = g_t * h_{t-1} + (1 - g_t) * c_t
- The ungated ReLU and
-tanh RNNs are ``baselines.mlp.MLP`` with ``recurrent=True`` (see ``nalu.stack``).
+
+The ungated ReLU and tanh RNNs are ``baselines.mlp.MLP`` with ``recurrent=True`` (see
+``nalu.stack``).
 
 The read-out is linear by default; ``readout="nac"`` or ``"nalu"`` puts an arithmetic unit there
 instead (the "LSTM + NAC" and "LSTM + NALU" of the paper's Section 4.3).
@@ -30,6 +31,14 @@ from nalu.units import UNITS
 
 GATES = {"lstm": 4, "gru": 3, "ugrnn": 2}
 READOUTS = ("linear", *UNITS)
+
+
+def make_readout(kind: str, in_features: int, out_features: int, members: int) -> nn.Module:
+    """A read-out layer: ``linear`` (with bias), or an arithmetic unit (``nac``, ``nalu``)."""
+    kind = check_choice("readout", kind, READOUTS)
+    if kind == "linear":
+        return ensemble.Linear(in_features, out_features, members)
+    return UNITS[kind](in_features, out_features, members)
 
 
 class GatedCell(nn.Module):
@@ -107,9 +116,7 @@ class GatedRNN(nn.Module):
             raise ConfigError(f"{cell} takes one hidden size, got {list(hidden)}")
         self.readout_state = check_choice("readout_state", readout_state, ("last", "sum"))
         self.cell = GatedCell(cell, in_features, hidden[0], members)
-        kind = check_choice("readout", readout, READOUTS)
-        self.readout = (ensemble.Linear(hidden[0], out_features, members) if kind == "linear"
-                        else UNITS[kind](hidden[0], out_features, members))  # fmt: skip
+        self.readout = make_readout(readout, hidden[0], out_features, members)
         self.members = members
 
     def forward(self, x: Tensor) -> Tensor:

@@ -31,7 +31,7 @@ class WordsToNumber(nn.Module):
         super().__init__()
         if not hasattr(core, "per_step_from_gates"):
             raise ConfigError("the translation task needs a gated recurrent model with a per-token "
-                              "read-out: lstm, lstm_sum, lstm_nac, lstm_nalu or gru")  # fmt: skip
+                              "read-out: lstm, lstm_sum, lstm_nac, lstm_nalu, gru or ugrnn")  # fmt: skip
         self.embedding, self.core = embedding, core
 
     def running(self, tokens: Tensor) -> Tensor:
@@ -49,6 +49,8 @@ class WordsToNumber(nn.Module):
 class TranslationProblem:
     def __init__(self, cfg: DictConfig, seeds: list[int]):
         self.members = len(seeds)
+        if len(cfg.numbers) != 2:
+            raise ConfigError(f"task.numbers is [lowest, highest], got {list(cfg.numbers)}")
         numbers = nw.check_range(*cfg.numbers)
         self.split = nw.split(numbers, cfg.split.train, cfg.split.validation, cfg.split.seed)
         self.vocabulary = nw.vocabulary(numbers)

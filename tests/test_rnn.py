@@ -53,3 +53,15 @@ def test_ugrnn_with_the_gate_closed_keeps_its_state():
     x, h = torch.randn(1, 5, 3), torch.randn(1, 5, 4)
     (out,) = cell(x, (h,))
     torch.testing.assert_close(out, h, rtol=0, atol=0)
+
+
+def test_ugrnn_step_follows_its_equations():
+    """Random weights everywhere (gate included): one step against the equations by hand."""
+    cell = GatedCell("ugrnn", 3, 4, 1)
+    init_members(cell, [3])
+    x, h = torch.randn(1, 5, 3), torch.randn(1, 5, 4)
+    (out,) = cell(x, (h,))
+    pre = x[0] @ cell.W_x[0].T + cell.b_x[0, 0] + h[0] @ cell.W_h[0].T + cell.b_h[0, 0]
+    c, g = torch.tanh(pre[:, :4]), torch.sigmoid(pre[:, 4:])
+    assert ((g > 0.05) & (g < 0.95)).float().mean() > 0.5  # the gate is really mixing
+    torch.testing.assert_close(out[0], g * h[0] + (1 - g) * c)
