@@ -13,7 +13,7 @@ RUN = ["-m", "nalu.run"]
 
 
 @pytest.mark.parametrize("args,valid", [
-    (["model=foo"], "unknown model 'foo'; valid: gru, lstm, mlp, nac, nalu, none"),
+    (["model=foo"], "unknown model 'foo'; valid: dnc, dnc_nalu, gru, lstm, lstm_nac, lstm_nalu, lstm_sum, mlp, nac, nalu"),
     (["-m", "model=nac,foo"], "unknown model 'foo'"),
     (["task=bar"], "unknown task 'bar'; valid: identity, mnist_addition, mnist_counting"),
     (["task.op=pow", "task.steps=1"], "unknown op 'pow'; valid: add, div, mul, sqrt, square, sub"),
