@@ -28,7 +28,7 @@ from nalu.loggers import RunLogger
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 # config keys that do not change results: a cell made with other values of these is still valid
-NOT_HASHED = ("logger", "progress", "force", "threads", "name", "data_dir")
+NOT_HASHED = ("logger", "progress", "force", "threads", "name", "data_dir", "flush_denormal")
 
 
 def config_hash(cfg: DictConfig) -> str:
@@ -80,6 +80,7 @@ def run_job(cfg: DictConfig, out_dir: Path) -> dict | None:
         return None
 
     torch.set_num_threads(cfg.threads)
+    torch.set_flush_denormal(bool(cfg.get("flush_denormal", True)))
     torch.manual_seed(0)  # nothing should draw from the global generator; pin it anyway
     task = importlib.import_module(f"tasks.{cfg.task.name}")
     wandb_cfg = OmegaConf.to_container(cfg.logger) if cfg.logger.name == "wandb" else None
