@@ -89,7 +89,8 @@ def run(cfg: DictConfig, log) -> dict:
         return WordsToNumber(Embedding(len(problem.vocabulary), t.embedding, members), core)
 
     summary, result = train_cell(cfg, problem, t.embedding, 1, True, log, select="validation", factory=factory)
-    shown = [n for n in t.figure_numbers if n in set(problem.split.test)]
+    test = set(problem.split.test)
+    shown = [n for n in t.figure_numbers if n in test]
     figure = {"numbers": shown, "tokens": [nw.words(n) for n in shown], "running": []}
     if shown:
         tokens, _ = problem.encode(shown)

@@ -12,8 +12,18 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
+
+# the tables built from one sweep folder: command -> (module in nalu.tables, help)
+SIMPLE = {
+    "table2": ("table2", "Table 2 (MNIST counting and addition)"),
+    "table3": ("translation", "Table 3 and Figure 3 (number words to number)"),
+    "table4": ("table4", "Table 4 (MNIST parity, final-layer ablation)"),
+    "table5": ("identity", "Table 5 and Figure 1 (identity function)"),
+    "figure4": ("figure4", "Figure 4 (program evaluation)"),
+}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -29,21 +39,10 @@ def main(argv: list[str] | None = None) -> None:
     t1.add_argument("--reference", choices=["random", "init"], default="random",
                     help="scale by random reference models, or by each model's own initial state")
     t1.add_argument("--solved-below", type=float, default=0.05)
-    t2 = sub.add_parser("table2", help="Table 2 (MNIST counting and addition)")
-    t2.add_argument("--runs", type=Path, default=Path("multirun/table2"))
-    t2.add_argument("--out", type=Path, default=Path("results"))
-    t3 = sub.add_parser("table3", help="Table 3 and Figure 3 (number words to number)")
-    t3.add_argument("--runs", type=Path, default=Path("multirun/table3"))
-    t3.add_argument("--out", type=Path, default=Path("results"))
-    t4 = sub.add_parser("table4", help="Table 4 (MNIST parity, final-layer ablation)")
-    t4.add_argument("--runs", type=Path, default=Path("multirun/table4"))
-    t4.add_argument("--out", type=Path, default=Path("results"))
-    t5 = sub.add_parser("table5", help="Table 5 and Figure 1 (identity function)")
-    t5.add_argument("--runs", type=Path, default=Path("multirun/table5"))
-    t5.add_argument("--out", type=Path, default=Path("results"))
-    f4 = sub.add_parser("figure4", help="Figure 4 (program evaluation)")
-    f4.add_argument("--runs", type=Path, default=Path("multirun/figure4"))
-    f4.add_argument("--out", type=Path, default=Path("results"))
+    for name, (_, help_text) in SIMPLE.items():
+        t = sub.add_parser(name, help=help_text)
+        t.add_argument("--runs", type=Path, default=Path(f"multirun/{name}"))
+        t.add_argument("--out", type=Path, default=Path("results"))
     cv = sub.add_parser("curves", help="plot a run directory's history.csv")
     cv.add_argument("run_dir", type=Path)
     cv.add_argument("--out", type=Path, default=None)
@@ -53,26 +52,9 @@ def main(argv: list[str] | None = None) -> None:
         from nalu.tables import table1
 
         paths = table1.build(a.static, a.recurrent, a.out, a.checkpoint, a.reference, a.solved_below)
-    elif a.what == "table2":
-        from nalu.tables import table2
-
-        paths = table2.build(a.runs, a.out)
-    elif a.what == "table3":
-        from nalu.tables import translation
-
-        paths = translation.build(a.runs, a.out)
-    elif a.what == "table4":
-        from nalu.tables import table4
-
-        paths = table4.build(a.runs, a.out)
-    elif a.what == "table5":
-        from nalu.tables import identity
-
-        paths = identity.build(a.runs, a.out)
-    elif a.what == "figure4":
-        from nalu.tables import figure4
-
-        paths = figure4.build(a.runs, a.out)
+    elif a.what in SIMPLE:
+        module = importlib.import_module(f"nalu.tables.{SIMPLE[a.what][0]}")
+        paths = module.build(a.runs, a.out)
     else:
         from nalu.tables import curves
 
