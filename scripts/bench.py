@@ -64,6 +64,17 @@ def mnist_images_per_second(members: int, steps: int) -> float | None:
     return steps * cfg.task.batch_size * cfg.task.length / (time.perf_counter() - start)
 
 
+def a3c_frames_per_second(members: int, frames: int) -> float:
+    """Training throughput of the grid-world A3C + NAC agent with the task's default workers,
+    start-up of the worker processes included."""
+    from tasks import a3c, gridworld_time
+
+    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("config", ["task=gridworld_time", "task.agent=a3c_nac", f"task.frames={frames}"])
+    _, summary = a3c.train(gridworld_time.a3c_settings(cfg), list(range(members)), progress=False)
+    return summary["frames_per_s"]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--steps", type=int, default=2000)
@@ -97,6 +108,12 @@ def main() -> None:
             break
         print(f"  {members} member{'s' if members > 1 else ' '}: {ips:>9,.0f} images/s "
               f"({ips * members:,.0f} member-images/s)")
+
+    print("grid-world A3C + NAC, training (2 worker processes, 16 environments per seed in each):")
+    for members in (1, 3):
+        fps = a3c_frames_per_second(members, max(a.steps * 50, 5000))
+        print(f"  {members} seed{'s' if members > 1 else ' '}: {fps:>9,.0f} environment steps/s per seed "
+              f"({fps * members:,.0f} environment steps/s)")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,10 @@ RUN = ["-m", "nalu.run"]
 @pytest.mark.parametrize("args,valid", [
     (["model=foo"], "unknown model 'foo'; valid: dnc, dnc_nalu, gru, lstm, lstm_nac, lstm_nalu, lstm_sum, mlp, nac, nalu"),
     (["-m", "model=nac,foo"], "unknown model 'foo'"),
-    (["task=bar"], "unknown task 'bar'; valid: identity, mnist_addition, mnist_counting"),
+    (["task=bar"], "unknown task 'bar'; valid: gridworld_time, identity, mnist_addition, mnist_counting"),
+    (["task=gridworld_time", "task.agent=a2c"], "unknown agent 'a2c'; valid: a3c, a3c_nac"),
+    (["task=gridworld_time", "optimizer=sgd"], "use optimizer=adam"),
+    (["task=gridworld_time", "task.env.commands=[2,12]"], "max_distance (4) <= low <= high"),
     (["task.op=pow", "task.steps=1"], "unknown op 'pow'; valid: add, div, mul, sqrt, square, sub"),
     (["model=mlp", "model.activation_name=Swish"], "unknown activation 'Swish'; valid: CELU, ELU"),
     (["task.extrapolation.low=1", "task.extrapolation.high=2"], "does not exceed training"),

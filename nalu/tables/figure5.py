@@ -1,0 +1,106 @@
+"""Figure 5: grid-world time tracking, average episode reward against the command's magnitude.
+
+For each agent (A3C, A3C + NAC): the mean over seeds of the average reward of the evaluation
+episodes at every command, with the band from the worst to the best seed; the training commands
+are shaded. The paper's curves, read off its figure (``results/paper/figure5.csv``, approximate),
+are drawn beside ours. Every seed is in the mean: a seed that diverged keeps its last finite
+weights, is evaluated like the others, and is counted in the legend and the CSV.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from nalu.io import write_text_atomic  # noqa: E402
+from nalu.tables.common import load_cells, paper, to_markdown  # noqa: E402
+
+AGENTS = {"a3c": "A3C", "a3c_nac": "A3C + NAC"}
+COLOURS = {"a3c": "tab:blue", "a3c_nac": "tab:red"}
+
+
+def rows(cells: list[dict]) -> pd.DataFrame:
+    out = []
+    for c in cells:
+        members = c["members"]
+        for cmd in c["commands"]:
+            v = np.array([m["final"][f"reward_{cmd}"] for m in members], dtype=float)
+            early = np.array([m["final"][f"early_{cmd}"] for m in members], dtype=float)
+            lo, hi = c["train_commands"]
+            out.append({"agent": c["agent"], "command": cmd, "mean": v.mean(), "min": v.min(), "max": v.max(),
+                        "early_pct": early.mean(), "in_training": lo <= cmd <= hi, "seeds": len(members),
+                        "diverged": sum(m["diverged"] for m in members), "frames": c["frames"]})  # fmt: skip
+    cols = ["agent", "command", "mean", "min", "max", "early_pct", "in_training", "seeds", "diverged", "frames"]
+    return pd.DataFrame(out, columns=cols)
+
+
+def paper_points() -> pd.DataFrame:
+    p = paper("figure5")
+    return p.assign(command=p.command.astype(float), reward=p.average_episode_reward.astype(float))
+
+
+def plot(df: pd.DataFrame, path: Path, train: tuple[int, int], caption: str) -> None:
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    ax.axvspan(train[0] - 0.5, train[1] + 0.5, color="0.9", label="training commands")
+    ref = paper_points()
+    for agent, label in AGENTS.items():
+        f = df[df.agent == agent].sort_values("command")
+        if not f.empty:
+            div = int(f.diverged.iloc[0])
+            name = f"{label} (ours, {int(f.seeds.iloc[0])} seeds" + (f", {div} diverged)" if div else ")")
+            ax.plot(f.command, f["mean"], "-o", ms=3, color=COLOURS[agent], label=name)
+            ax.fill_between(f.command, f["min"], f["max"], color=COLOURS[agent], alpha=0.15, lw=0)
+        r = ref[ref.agent == agent].sort_values("command")
+        ax.plot(r.command, r.reward, ":", marker="x", color=COLOURS[agent], label=f"{label} (paper, read off its plot)")
+    ax.axhline(0, color="0.6", lw=0.6)
+    ax.set(xlabel="command (time step at which to stand on the target)", ylabel="average episode reward",
+           ylim=(-1.05, 1.05), title="Figure 5: grid-world time tracking")  # fmt: skip
+    ax.legend(fontsize=7, loc="lower left")
+    fig.text(0.01, 0.005, caption, fontsize=7, wrap=True)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def build(runs: Path, out: Path) -> list[Path]:
+    cells = [c for c in load_cells(runs) if c["task"] == "gridworld_time"]
+    df = rows(cells)
+    caption, train = "no cells were run", (5, 12)
+    if cells:
+        c0 = cells[0]
+        t = c0["config"]["task"]
+        train = tuple(c0["train_commands"])
+        frames = ", ".join(f"{AGENTS.get(c['agent'], c['agent'])} {c['frames']:,}" for c in cells)
+        lr = c0["config"]["optimizer"]["lr"]
+        caption = (f"Trained with A3C ({t['a3c']['workers']} workers, lr {lr}) on commands "
+                   f"U{{{train[0]}..{train[1]}}}, {t['env']['size']}x{t['env']['size']} grid; frames per seed: "
+                   f"{frames}. Mean over {len(c0['seeds'])} seeds, band from worst to best seed; "
+                   f"{t['eval']['episodes']} greedy episodes per command.")  # fmt: skip
+    png, csv, md = out / "figure5.png", out / "figure5.csv", out / "figure5.md"
+    plot(df, png, train, caption)
+    write_text_atomic(csv, df.to_csv(index=False))
+    table = df.pivot(index="command", columns="agent", values="mean") if len(df) else pd.DataFrame()
+    ref = paper_points()
+    lines = ["# Figure 5: grid-world time tracking", caption + " ![figure 5](figure5.png)",
+             "## Average episode reward per command (ours; training commands marked *)"]  # fmt: skip
+    if len(df):
+        shown = pd.DataFrame({"command": [f"{c}*" if train[0] <= c <= train[1] else str(c) for c in table.index]})
+        for agent, label in AGENTS.items():
+            if agent in table:
+                shown[label] = [f"{v:+.2f}" for v in table[agent]]
+        lines.append(to_markdown(shown))
+    lines += ["## The paper's curves, read off its figure (approximate), beside ours at the nearest command"]
+    near = []
+    for _, r in ref.iterrows():
+        ours = df[(df.agent == r.agent) & (df.command == round(r.command))]["mean"]
+        near.append({"agent": AGENTS.get(r.agent, r.agent), "command": f"{r.command:g}", "paper": f"{r.reward:+.2f}",
+                     "ours": f"{ours.iloc[0]:+.2f} (at {round(r.command)})" if len(ours) else "n/a"})  # fmt: skip
+    lines.append(to_markdown(pd.DataFrame(near)))
+    write_text_atomic(md, "\n\n".join(lines) + "\n")
+    return [png, csv, md]

@@ -1,0 +1,387 @@
+"""A3C (Mnih et al. 2016, "Asynchronous methods for deep reinforcement learning", Algorithm S3) for
+the grid-world time-tracking task, with the A3C + NAC variant of Trask et al. (2018), Section 4.5.
+
+The agent (``Agent``): a convolution over the grid image, its features and the command into an
+LSTM, and two linear heads, the actor (action logits) and the critic (state value). The A3C + NAC
+agent adds an accumulator beside the LSTM: a NAC (``nalu.units.NAC``) reads the LSTM input and
+output and adds its result to a running state, ``s_t = s_{t-1} + NAC([x_t, h_t])``, which both
+heads read beside ``h_t``. The NAC can thus hold ``command - t``, a counter that does not saturate
+(our reading of "a NAC in the agent's recurrent core"; the paper gives no more detail).
+
+Every seed of a cell trains in the same processes as one batched model (``nalu.ensemble``): the
+parameters have a leading member dimension, each member has its own environments, its own loss
+and its own gradient clipping, and Adam is elementwise, so members never interact.
+
+The algorithm (``train``): ``workers`` processes (``torch.multiprocessing``, spawn) share the
+model's parameters and Adam's moments in shared memory. Each worker repeatedly copies the shared
+weights into its local model, runs ``rollout`` steps in each of its environments, computes the
+n-step returns, the policy-gradient loss with an entropy bonus and the value loss, and applies
+its local gradients to the shared weights with the shared Adam, without locks (Hogwild!, as in
+A3C). Workers send episode statistics through a queue; only the main process logs them.
+Because the workers' updates interleave, runs with more than one worker are not bit-for-bit
+reproducible; every episode and every action draw is seeded.
+"""
+
+from __future__ import annotations
+
+import os
+import queue as queue_module
+import signal
+import time
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.multiprocessing as mp
+from torch import Tensor, nn
+from torch.nn import functional as F
+from tqdm.auto import tqdm
+
+from baselines.convnet import GroupedConv
+from baselines.rnn import GatedCell
+from nalu import ensemble
+from nalu.seeding import derive_seed, generator
+from nalu.units import NAC
+from tasks.grid_env import ACTIONS, GridWorldTime
+
+State = tuple[Tensor, ...]
+
+
+# --- the agent --------------------------------------------------------------------------------
+
+
+class Agent(nn.Module):
+    """``image [M, B, 2, N, N]``, ``command [M, B, 1]``, state -> logits ``[M, B, 5]``, value
+    ``[M, B]``, state. ``nac`` is the width of the NAC accumulator (0: the plain A3C agent)."""
+
+    def __init__(self, size: int, members: int, channels: int = 16, features: int = 64, hidden: int = 64,
+                 nac: int = 0):  # fmt: skip
+        super().__init__()
+        self.members, self.hidden, self.nac_width = members, hidden, nac
+        self.conv = GroupedConv(2, channels, 3, 1, members)
+        self.features = ensemble.Linear(channels * (size - 2) ** 2, features, members)
+        self.lstm = GatedCell("lstm", features + 1, hidden, members)
+        self.nac = NAC(features + 1 + hidden, nac, members) if nac else None
+        self.actor = ensemble.Linear(hidden + nac, len(ACTIONS), members)
+        self.critic = ensemble.Linear(hidden + nac, 1, members)
+
+    def initial_state(self, batch: int) -> State:
+        z = torch.zeros(self.members, batch, self.hidden)
+        return (z, z.clone(), torch.zeros(self.members, batch, self.nac_width))
+
+    def forward(self, image: Tensor, command: Tensor, state: State) -> tuple[Tensor, Tensor, State]:
+        M, B = image.shape[:2]
+        x = image.transpose(0, 1).reshape(B, M * image.shape[2], *image.shape[3:])
+        f = F.relu(self.conv(x)).view(B, M, -1).transpose(0, 1)
+        x_t = torch.cat([F.relu(self.features(f)), command], -1)
+        h, c = self.lstm(x_t, state[:2])
+        s = state[2] + self.nac(torch.cat([x_t, h], -1)) if self.nac is not None else state[2]
+        z = torch.cat([h, s], -1)
+        return self.actor(z), self.critic(z).squeeze(-1), (h, c, s)
+
+
+def make_agent(cfg: dict, members: int) -> Agent:
+    a = cfg["agent_net"]
+    return Agent(cfg["env"]["size"], members, a["channels"], a["features"], a["hidden"],
+                 a["nac"] if cfg["agent"] == "a3c_nac" else 0)  # fmt: skip
+
+
+def reset_where(state: State, done: Tensor) -> State:
+    """Zero the recurrent state of the environments whose episode just ended (``done [M, B]``)."""
+    keep = (~done).unsqueeze(-1).float()
+    return tuple(s * keep for s in state)
+
+
+# --- shared optimiser state -------------------------------------------------------------------
+
+
+def shared_adam_state(params: list[nn.Parameter]) -> list[dict[str, Tensor]]:
+    """Adam's moments and step counters for ``params``, in shared memory (one dict per param)."""
+    return [{"step": torch.zeros(()).share_memory_(),
+             "exp_avg": torch.zeros_like(p).share_memory_(),
+             "exp_avg_sq": torch.zeros_like(p).share_memory_()} for p in params]  # fmt: skip
+
+
+def shared_adam(params: list[nn.Parameter], state: list[dict[str, Tensor]], **kwargs) -> torch.optim.Adam:
+    """A ``torch.optim.Adam`` over shared ``params`` whose state is the shared ``state``: every
+    worker's step reads and updates the same moments, in place."""
+    optimizer = torch.optim.Adam(params, foreach=False, **kwargs)
+    for p, s in zip(params, state, strict=True):
+        optimizer.state[p] = s
+    return optimizer
+
+
+def clip_grad_norm_per_member(params: list[nn.Parameter], max_norm: float) -> Tensor:
+    """``clip_grad_norm_`` for each member on its own; returns the norms before clipping ``[M]``."""
+    grads = [p.grad for p in params if p.grad is not None]
+    norms = torch.stack([g.flatten(1).square().sum(1) for g in grads]).sum(0).sqrt()
+    scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
+    for g in grads:
+        g.mul_(ensemble.member_view(scale, g))
+    return norms
+
+
+# --- one worker -------------------------------------------------------------------------------
+
+
+class Environments:
+    """``members x per_member`` environments stepped in lockstep; observations as tensors."""
+
+    def __init__(self, env_cfg: dict, seeds: list[int], per_member: int, stream: object):
+        self.M, self.B = len(seeds), per_member
+        self.envs = [GridWorldTime(**env_cfg) for _ in range(self.M * per_member)]
+        self.obs = [env.reset(seed=derive_seed(seeds[i // per_member], stream, i % per_member))[0]
+                    for i, env in enumerate(self.envs)]  # fmt: skip
+
+    def tensors(self) -> tuple[Tensor, Tensor]:
+        image = torch.from_numpy(np.stack([o["image"] for o in self.obs]))
+        command = torch.from_numpy(np.stack([o["command"] for o in self.obs]))
+        return image.view(self.M, self.B, *image.shape[1:]), command.view(self.M, self.B, 1)
+
+    def step(self, actions: Tensor) -> tuple[Tensor, Tensor, list[tuple[int, int, float, int]]]:
+        """Step every environment; reset those that end. Returns rewards and dones ``[M, B]`` and
+        the finished episodes as ``(member, command, reward, length)``."""
+        rewards, dones, finished = np.zeros(len(self.envs)), np.zeros(len(self.envs), bool), []
+        for i, (env, a) in enumerate(zip(self.envs, actions.flatten().tolist(), strict=True)):
+            obs, reward, done, _, info = env.step(a)
+            rewards[i], dones[i] = reward, done
+            if done:
+                finished.append((i // self.B, info["command"], reward, info["t"]))
+                obs, _ = env.reset()
+            self.obs[i] = obs
+        shape = (self.M, self.B)
+        return torch.from_numpy(rewards).float().view(shape), torch.from_numpy(dones).view(shape), finished
+
+
+@dataclass
+class Losses:
+    policy: Tensor  # [M]
+    value: Tensor
+    entropy: Tensor
+
+    def total(self, value_coef: float, entropy_coef: float) -> Tensor:
+        return self.policy + value_coef * self.value - entropy_coef * self.entropy
+
+
+def a3c_losses(logits: Tensor, values: Tensor, actions: Tensor, rewards: Tensor, dones: Tensor,
+               bootstrap: Tensor, gamma: float) -> Losses:  # fmt: skip
+    """Per-member A3C losses over one rollout. ``logits [T, M, B, A]``; ``values``, ``actions``,
+    ``rewards``, ``dones`` ``[T, M, B]``; ``bootstrap [M, B]``, the value after the last step.
+
+    n-step return ``R_t = r_t + gamma * (1 - done_t) * R_{t+1}``, ``R_T = bootstrap``; advantage
+    ``R_t - V(s_t)``; policy loss ``-log pi(a_t|s_t) * advantage`` (advantage held constant),
+    value loss ``(R_t - V(s_t))^2 / 2``, entropy of the policy; each a mean over steps and
+    environments.
+    """
+    returns, R = torch.empty_like(rewards), bootstrap
+    for t in reversed(range(len(rewards))):
+        R = rewards[t] + gamma * (~dones[t]).float() * R
+        returns[t] = R
+    advantage = returns - values
+    logp = F.log_softmax(logits, -1)
+    chosen = logp.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+    entropy = -(logp.exp() * logp).sum(-1)
+    return Losses(policy=-(chosen * advantage.detach()).mean((0, 2)),
+                  value=0.5 * advantage.square().mean((0, 2)), entropy=entropy.mean((0, 2)))  # fmt: skip
+
+
+def worker(rank: int, shared: Agent, adam_state: list, alive: Tensor, cfg: dict, seeds: list[int],
+           frames, stop, queue, parent: int) -> None:  # fmt: skip
+    """One A3C worker process: never touches wandb or files; reports through ``queue``."""
+    try:
+        torch.set_num_threads(1)
+        torch.set_flush_denormal(True)
+        _work(rank, shared, adam_state, alive, cfg, seeds, frames, stop, queue, parent)
+    except Exception:
+        queue.put(("error", rank, traceback.format_exc()))
+    finally:
+        queue.put(("done", rank, None))
+
+
+def _work(rank, shared, adam_state, alive, cfg, seeds, frames, stop, queue, parent) -> None:
+    a = cfg["a3c"]
+    M, n = len(seeds), a["rollout"]
+    params = list(shared.parameters())
+    optimizer = shared_adam(params, adam_state, lr=a["lr"], betas=tuple(a["betas"]), eps=a["eps"])
+    local = make_agent(cfg, M)
+    local_params = list(local.parameters())
+    envs = Environments(cfg["env"], seeds, a["envs_per_worker"], ("grid_train", rank))
+    gen = generator("a3c_actions", rank, *seeds)
+    state = local.initial_state(envs.B)
+    while frames.value < cfg["frames"] and not stop.is_set() and os.getppid() == parent:
+        local.load_state_dict(shared.state_dict())
+        state = tuple(s.detach() for s in state)
+        logits, values, actions, rewards, dones, episodes = [], [], [], [], [], []
+        for _ in range(n):
+            lg, v, state = local(*envs.tensors(), state)
+            act = torch.multinomial(F.softmax(lg.detach(), -1).view(-1, lg.shape[-1]), 1, generator=gen)
+            act = act.view(M, envs.B)
+            r, d, finished = envs.step(act)
+            state = reset_where(state, d)
+            for x, lst in zip((lg, v, act, r, d), (logits, values, actions, rewards, dones)):
+                lst.append(x)
+            episodes += finished
+        with torch.no_grad():
+            bootstrap = local(*envs.tensors(), state)[1]
+        losses = a3c_losses(torch.stack(logits), torch.stack(values), torch.stack(actions),
+                            torch.stack(rewards), torch.stack(dones), bootstrap, a["gamma"])  # fmt: skip
+        loss = losses.total(a["value_coef"], a["entropy_coef"])
+        bad = ~torch.isfinite(loss.detach()) & alive
+        if bad.any():
+            alive[bad] = False
+            queue.put(("diverged", rank, (bad.nonzero().flatten().tolist(), frames.value)))
+        local.zero_grad(set_to_none=True)
+        torch.where(alive, loss, 0.0).sum().backward()
+        ensemble.mask_dead_gradients(local_params, alive)
+        clip_grad_norm_per_member(local_params, a["max_grad_norm"])
+        for p, lp in zip(params, local_params, strict=True):
+            p.grad = lp.grad
+        optimizer.step()
+        if not alive.all():
+            ensemble.freeze_members(optimizer, ~alive)
+        with frames.get_lock():
+            frames.value += n * envs.B
+        report = {k: getattr(losses, k).tolist() for k in ("policy", "value", "entropy")}
+        queue.put(("rollout", rank, {"frames": frames.value, "episodes": episodes, **report}))
+
+
+# --- the main process -------------------------------------------------------------------------
+
+
+@contextmanager
+def sigterm_as_exit():
+    """While training, turn SIGTERM into SystemExit so that the workers are stopped on the way out
+    (only where SIGTERM still has its default action: a launcher's own handler is left alone; the
+    workers also stop by themselves when their parent process is gone)."""
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def handler(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@contextmanager
+def spawnable_start_method():
+    """A spawned child re-applies its parent's default start method before anything else; under
+    Hydra's joblib launcher that is joblib's own ("loky"), which a fresh child does not know. Make
+    the default "spawn" while the workers start, then put it back."""
+    previous = mp.get_start_method(allow_none=True)
+    if previous in (None, "spawn", "fork", "forkserver"):
+        yield
+        return
+    mp.set_start_method("spawn", force=True)
+    try:
+        yield
+    finally:
+        mp.set_start_method(previous, force=True)
+
+
+def shutdown(procs: list, queue, timeout: float = 10.0) -> None:
+    """Join the workers (draining the queue so that none blocks on a full pipe); terminate any
+    that do not stop within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
+        try:
+            while True:
+                queue.get_nowait()
+        except (queue_module.Empty, OSError, EOFError):
+            pass
+        for p in procs:
+            p.join(timeout=0.05)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+        p.join()
+
+
+class EpisodeStats:
+    """Running per-member statistics of training episodes between two log points."""
+
+    def __init__(self, members: int):
+        self.M = members
+        self.clear()
+
+    def clear(self) -> None:
+        self.reward, self.count = torch.zeros(self.M), torch.zeros(self.M)
+        self.losses: dict[str, list[Tensor]] = {"policy": [], "value": [], "entropy": []}
+
+    def add(self, payload: dict) -> None:
+        for m, _, reward, _ in payload["episodes"]:
+            self.reward[m] += reward
+            self.count[m] += 1
+        for k in self.losses:
+            self.losses[k].append(torch.tensor(payload[k]))
+
+    def metrics(self) -> dict[str, Tensor]:
+        out = {"train_reward": self.reward / self.count, "episodes": self.count}
+        for k, v in self.losses.items():
+            if v:
+                out[f"{k}_loss" if k != "entropy" else k] = torch.stack(v).mean(0)
+        return out
+
+
+def train(cfg: dict, seeds: list[int], log=None, progress: bool = True, desc: str = "a3c") -> tuple[Agent, dict]:
+    """Train one agent per seed with ``cfg["a3c"]["workers"]`` processes for ``cfg["frames"]``
+    environment steps per member. Returns the trained (shared) agent and a summary."""
+    M, a = len(seeds), cfg["a3c"]
+    agent = make_agent(cfg, M)
+    ensemble.init_members(agent, seeds)
+    agent.share_memory()
+    adam_state = shared_adam_state(list(agent.parameters()))
+    alive = torch.ones(M, dtype=torch.bool).share_memory_()
+    ctx = mp.get_context("spawn")
+    frames, stop, queue = ctx.Value("q", 0), ctx.Event(), ctx.Queue()
+    procs = [ctx.Process(target=worker, daemon=True, name=f"a3c-worker-{rank}",
+                         args=(rank, agent, adam_state, alive, cfg, seeds, frames, stop, queue, os.getpid()))
+             for rank in range(a["workers"])]  # fmt: skip
+    stats, diverged_at = EpisodeStats(M), torch.full((M,), -1, dtype=torch.long)
+    next_log, finished, episodes = cfg["log_every"], 0, torch.zeros(M)
+    start = time.perf_counter()
+    bar = tqdm(total=cfg["frames"], desc=desc, disable=not progress, mininterval=2.0, leave=False)
+    with sigterm_as_exit():
+        try:
+            with spawnable_start_method():
+                for p in procs:
+                    p.start()
+            while finished < len(procs):
+                try:
+                    kind, rank, payload = queue.get(timeout=1.0)
+                except queue_module.Empty:
+                    dead = [p for p in procs if p.exitcode not in (None, 0)]
+                    if dead:
+                        raise RuntimeError(f"A3C worker {dead[0].name} died with exit code {dead[0].exitcode}")
+                    continue
+                if kind == "error":
+                    raise RuntimeError(f"A3C worker {rank} failed:\n{payload}")
+                if kind == "done":
+                    finished += 1
+                elif kind == "diverged":
+                    members, at = payload
+                    diverged_at[members] = at
+                elif kind == "rollout":
+                    stats.add(payload)
+                    bar.update(min(payload["frames"], cfg["frames"]) - bar.n)
+                    if payload["frames"] >= next_log:
+                        metrics = stats.metrics()
+                        episodes += metrics["episodes"]
+                        if log:
+                            log(min(payload["frames"], cfg["frames"]), metrics)
+                        stats.clear()
+                        next_log += cfg["log_every"]
+        finally:
+            stop.set()
+            bar.close()
+            shutdown(procs, queue)
+    summary = {"frames": int(frames.value), "train_wall_s": round(time.perf_counter() - start, 2),
+               "frames_per_s": round(frames.value / (time.perf_counter() - start), 1),
+               "diverged_at": diverged_at.tolist(), "train_episodes": episodes.tolist()}  # fmt: skip
+    return agent, summary

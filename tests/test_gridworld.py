@@ -1,0 +1,298 @@
+"""The grid-world environment and the A3C agent (tasks/grid_env.py, tasks/a3c.py, tasks/gridworld_time.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from gymnasium.utils.env_checker import check_env
+
+from nalu.ensemble import init_members
+from nalu.errors import ConfigError
+from tasks import a3c, grid_env
+from tasks.grid_env import PASS, GridWorldTime
+from tasks.gridworld_time import evaluate
+
+from .conftest import ROOT, cli
+
+RUN = ["-m", "nalu.run", "task=gridworld_time"]
+TINY_A3C = ["progress=false", "seeds=2", "task.frames=600", "task.log_every=200", "task.a3c.workers=2",
+            "task.a3c.envs_per_worker=2", "task.a3c.rollout=10", "task.eval.episodes=3",
+            "task.eval.commands=[5,7]"]  # fmt: skip
+
+
+def play(env: GridWorldTime, policy, seed: int, command: int | None = None) -> tuple[float, dict, int]:
+    env.reset(seed=seed, options={"command": command} if command else None)
+    done, t = False, 0
+    while not done:
+        _, reward, done, truncated, info = env.step(policy(env))
+        assert not truncated
+        t += 1
+    return reward, info, t
+
+
+def test_env_passes_gymnasium_checker_and_is_registered():
+    env = gym.make(grid_env.ENV_ID, size=4, render_mode="rgb_array")
+    check_env(env.unwrapped, skip_render_check=False)
+    obs, info = env.reset(seed=0)
+    assert env.observation_space.contains(obs) and obs["command"][0] == info["command"]
+    frame = env.render()
+    assert frame.shape == (64, 64, 3) and frame.dtype == np.uint8
+    assert (frame == (220, 40, 40)).all(-1).sum() == 16 * 16  # one red target cell
+
+
+@pytest.mark.parametrize("command", range(5, 26))
+def test_scripted_optimal_policy_wins_every_command(command):
+    env = GridWorldTime(size=5, commands=(5, 12), max_distance=4)
+    for seed in range(10):
+        reward, info, t = play(env, GridWorldTime.optimal_action, seed, command)
+        assert (reward, info["outcome"], t) == (1.0, "on_time", command)
+
+
+def test_arriving_early_or_late_is_penalised():
+    env = GridWorldTime(size=5, commands=(6, 6), max_distance=4)
+    # head straight for the target: it is 1..4 steps away, so the agent arrives before step 6
+    reward, info, t = play(env, _walk, seed=1)
+    assert (reward, info["outcome"], info["distance"]) == (-1.0, "early", 0) and t <= 4
+    # never move: the episode ends at step T, away from the target
+    reward, info, t = play(env, lambda e: PASS, seed=1)
+    assert (reward, info["outcome"], t) == (-1.0, "late", 6)
+    # the command is shown once, then hidden
+    obs, _ = env.reset(seed=2)
+    assert obs["command"][0] == 6 and env.step(PASS)[0]["command"][0] == 0
+    always = GridWorldTime(size=5, commands=(6, 6), show_command="always")
+    always.reset(seed=2)
+    assert always.step(PASS)[0]["command"][0] == 6
+
+
+def _walk(env: GridWorldTime) -> int:
+    """Head straight for the target, whatever the time."""
+    (r, c), (tr, tc) = env._agent, env._target
+    if r != tr:
+        return grid_env.DOWN if tr > r else grid_env.UP
+    return grid_env.RIGHT if tc > c else grid_env.LEFT
+
+
+def test_same_seed_same_episode_and_walls_hold():
+    a, b = GridWorldTime(), GridWorldTime()
+    rng = np.random.default_rng(0)
+    actions = rng.integers(0, 5, 30)
+    for env in (a, b):
+        env.reset(seed=7)
+    for act in actions:
+        oa, ra, da, _, _ = a.step(int(act))
+        ob, rb, db, _, _ = b.step(int(act))
+        assert np.array_equal(oa["image"], ob["image"]) and (ra, da) == (rb, db)
+        assert oa["image"][0].sum() == 1  # the agent never leaves the grid
+        if da:
+            a.reset(seed=int(act))
+            b.reset(seed=int(act))
+    starts = {tuple(GridWorldTime().reset(seed=s)[0]["image"].reshape(2, -1).argmax(1)) for s in range(50)}
+    assert len(starts) > 20  # seeds give different episodes
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"commands": (3, 12)}, "max_distance"),
+    ({"size": 1}, "size"),
+    ({"max_distance": 9}, "max_distance"),
+    ({"show_command": "never"}, "show_command"),
+])  # fmt: skip
+def test_bad_env_settings_are_refused(kwargs, match):
+    with pytest.raises(ConfigError, match=match):
+        GridWorldTime(**kwargs)
+
+
+# --- the agent and the algorithm ------------------------------------------------------------
+
+
+def test_nac_agent_accumulates_and_members_are_independent():
+    agent = a3c.Agent(size=5, members=2, nac=2)
+    init_members(agent, [0, 1])
+    env = GridWorldTime()
+    obs, _ = env.reset(seed=0)
+    image = torch.from_numpy(obs["image"]).expand(2, 3, 2, 5, 5)
+    command = torch.full((2, 3, 1), 9.0)
+    state = agent.initial_state(3)
+    logits, value, s1 = agent(image, command, state)
+    assert logits.shape == (2, 3, 5) and value.shape == (2, 3)
+    with torch.no_grad():
+        nac_out = agent.nac(torch.cat([torch.cat([torch.relu(agent.features(torch.relu(
+            agent.conv(image.transpose(0, 1).reshape(3, 4, 5, 5))).view(3, 2, -1).transpose(0, 1))), command], -1),
+            s1[0]], -1))  # fmt: skip
+    _, _, s2 = agent(image, command, s1)
+    torch.testing.assert_close(s1[2], nac_out)
+    # the accumulator adds: s2 = s1 + NAC(x_2, h_2)
+    assert not torch.allclose(s2[2], s1[2])
+    # changing member 1's weights leaves member 0's outputs alone
+    with torch.no_grad():
+        for p in agent.parameters():
+            p[1].add_(1.0)
+    logits2, value2, _ = agent(image, command, state)
+    torch.testing.assert_close(logits2[0], logits[0])
+    torch.testing.assert_close(value2[0], value[0])
+    assert not torch.allclose(logits2[1], logits[1])
+
+
+def test_a3c_losses_match_hand_computed_returns():
+    # one member, one environment, three steps: rewards 0, 0, +1 with the episode ending at step 3
+    T, gamma = 3, 0.9
+    logits = torch.zeros(T, 1, 1, 5, requires_grad=True)
+    values = torch.tensor([0.5, 0.2, 0.1]).view(T, 1, 1)
+    rewards = torch.tensor([0.0, 0.0, 1.0]).view(T, 1, 1)
+    dones = torch.tensor([False, False, True]).view(T, 1, 1)
+    losses = a3c.a3c_losses(logits, values, torch.zeros(T, 1, 1, dtype=torch.long), rewards, dones,
+                            bootstrap=torch.tensor([[5.0]]), gamma=gamma)  # fmt: skip
+    returns = torch.tensor([gamma**2, gamma, 1.0])  # the bootstrap is cut by the episode's end
+    adv = returns - values.flatten()
+    torch.testing.assert_close(losses.value, (0.5 * adv.square().mean()).view(1))
+    torch.testing.assert_close(losses.policy, (np.log(5) * adv.mean()).view(1).float())
+    torch.testing.assert_close(losses.entropy, torch.tensor([np.log(5)], dtype=torch.float32))
+
+
+def test_per_member_clipping_and_shared_adam_state():
+    p = torch.nn.Parameter(torch.zeros(2, 3))
+    p.grad = torch.tensor([[30.0, 40.0, 0.0], [0.3, 0.4, 0.0]])
+    norms = a3c.clip_grad_norm_per_member([p], max_norm=5.0)
+    torch.testing.assert_close(norms, torch.tensor([50.0, 0.5]))
+    torch.testing.assert_close(p.grad, torch.tensor([[3.0, 4.0, 0.0], [0.3, 0.4, 0.0]]))  # only member 0 clipped
+    # two optimisers over the same shared state see each other's moments and steps
+    state = a3c.shared_adam_state([p])
+    first, second = a3c.shared_adam([p], state, lr=0.1), a3c.shared_adam([p], state, lr=0.1)
+    first.step()
+    after_one = state[0]["exp_avg"].clone()
+    second.step()
+    assert state[0]["step"].item() == 2 and not torch.equal(state[0]["exp_avg"], after_one)
+
+
+def test_evaluation_scores_the_same_episodes_for_every_member():
+    agent = a3c.Agent(size=5, members=2)
+    init_members(agent, [3, 3])  # two identical members
+    out = evaluate(agent, {"size": 5}, [5, 9], episodes=8)
+    for c in (5, 9):
+        assert out[f"reward_{c}"][0] == out[f"reward_{c}"][1]
+        assert set(out[f"reward_{c}"].tolist()) <= {x / 8 for x in range(-8, 9, 2)}
+
+
+# --- end to end ------------------------------------------------------------------------------
+
+
+def test_tiny_figure5_end_to_end(tmp_path):
+    """The real sweep (both agents, basic launcher as in `make reproduce-figure5`) and its figure."""
+    cli(["-m", "nalu.run", "-m", "+experiment=figure5", "hydra/launcher=basic"] + TINY_A3C, tmp_path)
+    runs = tmp_path / "multirun" / "figure5"
+    for run_dir in runs.iterdir():
+        if not run_dir.is_dir():
+            continue
+        m = json.loads((run_dir / "metrics.json").read_text())
+        assert m["complete"] and m["frames"] >= 600 and m["commands"] == [5, 6, 7]
+        assert all(not s["diverged"] and -1 <= s["final"]["reward_6"] <= 1 for s in m["members"])
+        h = pd.read_csv(run_dir / "history.csv")
+        losses = h[h.metric.isin(["policy_loss", "value_loss", "entropy"])]
+        assert len(losses) and np.isfinite(losses.value).all()
+    out = tmp_path / "results"
+    out.mkdir()
+    cli(["-m", "nalu.tables", "figure5", "--runs", str(runs), "--out", str(out)], tmp_path)
+    df = pd.read_csv(out / "figure5.csv")
+    assert set(df.agent) == {"a3c", "a3c_nac"} and sorted(set(df.command)) == [5, 6, 7]
+    assert df.loc[df.command == 6, "in_training"].all() and (df.seeds == 2).all()
+    assert (out / "figure5.png").stat().st_size > 10_000
+    md = (out / "figure5.md").read_text()
+    assert "A3C + NAC" in md and "+1.00" in md  # the paper's point at command 13
+    # a trained agent's episode, rendered from the run directory's saved agent
+    run_dir = next(runs.glob("*agent=a3c_nac*"))
+    p = cli(["scripts/render_episode.py", str(run_dir), "--seed", "1", "--command", "6",
+             "--out", str(out / "episode.gif")], ROOT)  # fmt: skip
+    assert "wrote" in p.stderr and (out / "episode.gif").stat().st_size > 1000
+
+
+def test_render_script_draws_the_optimal_policy(tmp_path):
+    p = cli(["scripts/render_episode.py", "--command", "7", "--out", str(tmp_path / "strip.png")], ROOT)
+    assert "7 frames" not in p.stderr and "8 frames" in p.stderr and "on_time +1" in p.stderr
+    from PIL import Image
+
+    assert Image.open(tmp_path / "strip.png").size[0] > 8 * 160
+
+
+@pytest.mark.parametrize("launcher", ["submitit_local", "joblib"])
+def test_workers_start_under_other_launchers(tmp_path, launcher):
+    args = ["-m", "nalu.run", "-m", "task=gridworld_time", f"hydra/launcher={launcher}", "name=launched"]
+    cli(args + TINY_A3C, tmp_path)
+    m = json.loads(next((tmp_path / "multirun" / "launched").rglob("metrics.json")).read_text())
+    assert m["complete"] and m["frames"] >= 600
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.add(child)
+            todo.append(child)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc").exists(), reason="needs /proc to list processes")
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_training_leaves_no_process_behind(tmp_path, sig):
+    env = {**os.environ, "WANDB_MODE": "disabled", "HYDRA_FULL_ERROR": "0"}
+    args = [sys.executable, *RUN, "progress=false", "seeds=1", "task.frames=100000000", "name=killed"]
+    p = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while len(workers := _descendants(p.pid)) < 2 and time.monotonic() < deadline:  # 2 workers (+ tracker)
+            time.sleep(0.2)
+        assert len(workers) >= 2, "the workers never started"
+        time.sleep(1.0)
+        p.send_signal(sig)
+        p.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [w for w in workers if _alive(w)], "worker processes outlived the run"
+        assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").rglob("metrics.json"))
+    finally:
+        if p.poll() is None:
+            p.kill()
+
+
+@pytest.mark.slow
+def test_a3c_beats_a_random_policy_on_a_small_grid(tmp_path):
+    """A 3x3 grid, commands 2..4: a few minutes of training beat the random policy's mean reward."""
+    cli(RUN + ["progress=false", "seeds=2", "name=small", "task.env.size=3", "task.env.max_distance=2",
+               "task.env.commands=[2,4]", "task.eval.commands=[2,4]", "task.frames=300000",
+               "task.eval.episodes=50", "task.agent_net.channels=8"], tmp_path)  # fmt: skip
+    m = json.loads(next((tmp_path / "runs" / "small").rglob("metrics.json")).read_text())
+    random_agent = a3c.Agent(size=3, members=1, channels=8)
+    init_members(random_agent, [0])
+    with torch.no_grad():
+        random_agent.actor.weight.zero_()
+        random_agent.actor.bias.zero_()
+    baseline = evaluate(random_agent, {"size": 3, "commands": (2, 4), "max_distance": 2}, [2, 3, 4], 50, greedy=False)
+    random_reward = float(np.mean([baseline[f"reward_{c}"].item() for c in (2, 3, 4)]))
+    for s in m["members"]:
+        assert s["final"]["reward_train"] > random_reward + 0.5, (s["final"], random_reward)
