@@ -60,8 +60,15 @@ def cell_path(task_cell: str, model: str, uses_model: bool = True) -> str:
     return f"{task_cell}/{model}" if uses_model else task_cell
 
 
-# used by hydra.run.dir in configs/config.yaml
+def steps_fraction(fraction: float, *, _root_: DictConfig) -> int:
+    """``${steps_fraction:0.2}``: that share of the task's ``steps`` (0 for tasks without one), so
+    that a regulariser's ramp scales with the training budget."""
+    return int(fraction * (_root_.task.get("steps") or 0))
+
+
+# used by hydra.run.dir in configs/config.yaml, and by configs/model/nmu.yaml
 OmegaConf.register_new_resolver("cell_path", cell_path, replace=True)
+OmegaConf.register_new_resolver("steps_fraction", steps_fraction, replace=True)
 
 
 def cell_name(cfg: DictConfig) -> str:

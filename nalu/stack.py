@@ -92,12 +92,18 @@ def units(
     hidden: Sequence[int],
     recurrent: bool = False,
     state_init: str = "random",
+    hidden_unit: str | None = None,
     **unit_kwargs,
 ) -> Stack:
-    """A stack of arithmetic units (``unit`` in ``nalu.units.UNITS``) with no nonlinearity between."""
+    """A stack of arithmetic units (``unit`` in ``nalu.units.UNITS``) with no nonlinearity between.
+
+    ``hidden_unit`` (default: ``unit``) is the unit of every layer before the last, e.g. the NAU
+    under the NMU of Madsen & Johansen's multiplication model. ``unit_kwargs`` go to every layer.
+    """
     cls = UNITS[check_choice("unit", unit, UNITS)]
+    hidden_cls = UNITS[check_choice("unit", hidden_unit, UNITS)] if hidden_unit else cls
 
     def layer(i: int, o: int, m: int, last: bool) -> nn.Module:
-        return cls(i, o, m, **unit_kwargs)
+        return (cls if last else hidden_cls)(i, o, m, **unit_kwargs)
 
     return Stack(layer, in_features, out_features, members, hidden, recurrent, state_init)

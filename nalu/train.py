@@ -4,7 +4,8 @@ A task hands ``fit`` a *problem*: something that draws a training batch for ever
 evaluates a model on its fixed test sets. ``fit`` trains with squared error, evaluates every
 ``eval_every`` steps, keeps each member's weights from the evaluation where its ``select``
 metric was lowest (early stopping on a validation set), freezes members that diverge, and
-returns the metrics of the initial, final and best-step weights per member.
+returns the metrics of the initial, final and best-step weights per member. Units with a
+regulariser or a post-step action (clamping; see ``nalu.units``) take part at every step.
 """
 
 from __future__ import annotations
@@ -68,6 +69,9 @@ def fit(
     best_value = torch.full((M,), float("inf"))
     best_step = torch.full((M,), -1, dtype=torch.long)
     loss_sum, loss_count = torch.zeros(M), 0
+    # units that regularise their weights or act after each step (see nalu.units)
+    regularized = [m for m in model.modules() if hasattr(m, "regularizer")]
+    post_step = [m for m in model.modules() if hasattr(m, "after_step")]
 
     def evaluate(step: int) -> Metrics:
         nonlocal loss_sum, loss_count
@@ -104,11 +108,14 @@ def fit(
             if not alive.any():
                 break
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_m.sum() if all_alive else torch.where(alive, loss_m, 0.0).sum()
+        objective = loss_m + sum(m.regularizer(step, loss_m.detach()) for m in regularized) if regularized else loss_m
+        loss = objective.sum() if all_alive else torch.where(alive, objective, 0.0).sum()
         loss.backward()
         if not all_alive:
             ensemble.mask_dead_gradients(params, alive)
         optimizer.step()
+        for m in post_step:
+            m.after_step(step, loss_m.detach())
         last_loss = loss_m.detach()
         loss_sum += last_loss if all_alive else torch.where(alive, last_loss, float("nan"))
         loss_count += 1

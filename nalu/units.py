@@ -1,6 +1,14 @@
-"""The neural arithmetic units of Trask et al. (2018), Section 2, batched over seeds.
+"""The neural arithmetic units of Trask et al. (2018), Section 2, batched over seeds, and the
+registry of every unit of the suite (``UNITS``), the follow-ups included: NAU and NMU
+(``nalu.nau``), iNALU (``nalu.inalu``), NPU and RealNPU (``nalu.npu``).
 
 Shapes follow ``nalu.ensemble``: inputs ``[M|1, B, in]``, weights ``[M, out, in]``.
+
+A unit may take part in training through two optional methods, which ``nalu.train.fit`` calls:
+``regularizer(step, loss) -> [M]`` (added to each member's loss; ``loss`` is the member's
+training loss, detached) and ``after_step(step, loss)`` (after every optimiser step: clamping,
+re-initialisation). A unit with a ``sparsity_error() -> [M]`` reports how far its weights are
+from discrete values.
 
 Initialisation is not given by the paper; every weight matrix here is Glorot-uniform
 (``nalu.ensemble.glorot_uniform_``), which puts ``tanh(W_hat) * sigmoid(M_hat)`` near zero.
@@ -85,4 +93,9 @@ class NALU(nn.Module):
         return g * a + (1 - g) * m
 
 
-UNITS: dict[str, type[nn.Module]] = {"nac": NAC, "nalu": NALU}
+from nalu.inalu import INALU  # noqa: E402
+from nalu.nau import NAU, NMU  # noqa: E402
+from nalu.npu import NPU, RealNPU  # noqa: E402
+
+UNITS: dict[str, type[nn.Module]] = {"nac": NAC, "nalu": NALU, "nau": NAU, "nmu": NMU, "inalu": INALU,
+                                     "npu": NPU, "realnpu": RealNPU}  # fmt: skip

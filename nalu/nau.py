@@ -1,0 +1,99 @@
+"""The neural addition and multiplication units of Madsen & Johansen (ICLR 2020, "Neural Arithmetic
+Units", Section 2), batched over seeds (shapes as in ``nalu.ensemble``).
+
+NAU (Section 2.3)::
+
+    z = W x,            W clamped to [-1, 1] after every optimiser step
+
+NMU (Section 2.4)::
+
+    z_j = prod_i (W_ji x_i + 1 - W_ji),   W clamped to [0, 1] after every optimiser step
+
+so ``W_ji = 1`` multiplies ``x_i`` in and ``W_ji = 0`` leaves it out (a factor 1).
+
+Both are pushed towards discrete weights by the sparsity regulariser (Section 2.3)::
+
+    R = lambda * s(t) * mean_ji min(|W_ji|, 1 - |W_ji|),
+    s(t) = clip((t - start) / (end - start), 0, 1)
+
+which is ramped in over ``[start, end]`` optimiser steps. The defaults are the paper's for the
+static arithmetic task (its Appendix C): NAU ``lambda = 0.01``, ramped over steps 5,000..50,000;
+the NMU of the multiplication model ``lambda = 10`` over 1e6..2e6 steps (of 5e6), config values.
+
+Initialisation (the authors' code, stable-nalu): NAU ``W ~ U(-r, r)``, ``r = min(0.5, sqrt(3) *
+sqrt(2 / (in + out)))`` (Glorot's variance, capped); NMU ``W ~ U(0.25, 0.75)`` (mean 1/2).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from nalu.ensemble import member_matmul
+
+
+def ramp(step: int, start: int, end: int) -> float:
+    """``s(t)``: 0 before ``start``, 1 after ``end``, linear between."""
+    if end <= start:
+        return float(step >= start)
+    return min(max((step - start) / (end - start), 0.0), 1.0)
+
+
+def sparsity(W: Tensor) -> Tensor:
+    """``min(|W|, |1 - |W||)`` per weight: 0 exactly at -1, 0 and 1."""
+    a = W.abs()
+    return torch.minimum(a, (1 - a).abs())
+
+
+class NAU(nn.Module):
+    """Neural addition unit: ``z = W x`` with ``W`` in [-1, 1]."""
+
+    low, high = -1.0, 1.0
+
+    def __init__(self, in_features: int, out_features: int, members: int, sparsity_weight: float = 0.01,
+                 sparsity_start: int = 5000, sparsity_end: int = 50000):  # fmt: skip
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.sparsity_weight, self.sparsity_start, self.sparsity_end = sparsity_weight, sparsity_start, sparsity_end
+        self.W = nn.Parameter(torch.empty(members, out_features, in_features))
+
+    def init_member(self, i: int, g: torch.Generator) -> None:
+        r = min(0.5, math.sqrt(3.0) * math.sqrt(2.0 / (self.in_features + self.out_features)))
+        self.W.data[i].uniform_(-r, r, generator=g)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return member_matmul(x, self.W.clamp(self.low, self.high))
+
+    def after_step(self, step: int, loss: Tensor) -> None:
+        """Project the weights back into their range (the paper's clamping)."""
+        self.W.data.clamp_(self.low, self.high)
+
+    def regularizer(self, step: int, loss: Tensor) -> Tensor:
+        """``[M]``: the ramped sparsity regulariser of each member."""
+        scale = self.sparsity_weight * ramp(step, self.sparsity_start, self.sparsity_end)
+        if scale == 0:
+            return torch.zeros(self.W.shape[0])
+        return scale * sparsity(self.W).flatten(1).mean(1)
+
+    def sparsity_error(self) -> Tensor:
+        """``[M]``: the largest distance of a weight from {-1, 0, 1} (Madsen & Johansen, Section 4.1)."""
+        return sparsity(self.W.detach().clamp(self.low, self.high)).flatten(1).amax(1)
+
+
+class NMU(NAU):
+    """Neural multiplication unit: ``z_j = prod_i (W_ji x_i + 1 - W_ji)`` with ``W`` in [0, 1]."""
+
+    low, high = 0.0, 1.0
+
+    def __init__(self, in_features: int, out_features: int, members: int, sparsity_weight: float = 10.0,
+                 sparsity_start: int = 1_000_000, sparsity_end: int = 2_000_000):  # fmt: skip
+        super().__init__(in_features, out_features, members, sparsity_weight, sparsity_start, sparsity_end)
+
+    def init_member(self, i: int, g: torch.Generator) -> None:
+        self.W.data[i].uniform_(0.25, 0.75, generator=g)
+
+    def forward(self, x: Tensor) -> Tensor:
+        W = self.W.clamp(self.low, self.high).unsqueeze(1)  # [M, 1, out, in]
+        return (x.unsqueeze(2) * W + 1 - W).prod(-1)  # [M, B, out]

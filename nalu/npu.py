@@ -1,0 +1,82 @@
+"""Neural power units of Heim, Pevný & Šmídl (NeurIPS 2020, "Neural Power Units"), batched over seeds,
+following the authors' code (NeuralArithmetic.jl).
+
+NPU: with a relevance gate ``g`` per input, clamped to [0, 1],::
+
+    r = g * (|x| + eps) + (1 - g)          (an irrelevant input becomes 1, neutral in a product)
+    k = g * pi * [x < 0]                   (the phase of a negative input)
+    z = exp(W_re log r - W_im k) * cos(W_re k + W_im log r)
+
+which is the real part of ``exp(W log x)`` over the complex logarithm, with complex weights
+``W_re + i W_im``: ``W_re = [1, -1]`` divides, ``W_re = [2]`` squares, ``W_re = [0.5]`` takes a
+square root, and a negative input of an odd power keeps its sign (``cos(pi) = -1``).
+
+RealNPU: ``W_im = 0``, so ``z = exp(W log r) * cos(W k)``.
+
+Initialisation (the authors' library): ``W_re`` Glorot-uniform, ``W_im = 0``, ``g = 0.5``.
+Regulariser (their experiments): ``beta * ||theta||_1`` over the unit's parameters, ``beta`` growing
+from ``l1_start`` by a factor 10 every ``l1_every`` steps up to ``l1_end`` (1e-5 -> 1e-4, every
+10,000 steps).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from nalu.ensemble import glorot_uniform_, member_matmul
+
+
+def l1_weight(step: int, start: float, end: float, every: int) -> float:
+    """``beta`` at ``step``: ``start * 10^(step // every)``, at most ``end``."""
+    return min(start * 10.0 ** (step // every), end) if start > 0 else 0.0
+
+
+class RealNPU(nn.Module):
+    """The real neural power unit: ``z = exp(W log r) * cos(W k)``."""
+
+    complex_weights = False
+
+    def __init__(self, in_features: int, out_features: int, members: int, eps: float = 1e-7,
+                 l1_start: float = 1e-5, l1_end: float = 1e-4, l1_every: int = 10000):  # fmt: skip
+        super().__init__()
+        self.in_features, self.out_features, self.eps = in_features, out_features, eps
+        self.l1_start, self.l1_end, self.l1_every = l1_start, l1_end, l1_every
+        self.W_re = nn.Parameter(torch.empty(members, out_features, in_features))
+        self.W_im = nn.Parameter(torch.empty(members, out_features, in_features)) if self.complex_weights else None
+        self.g = nn.Parameter(torch.empty(members, 1, in_features))
+
+    def init_member(self, i: int, g: torch.Generator) -> None:
+        glorot_uniform_(self.W_re.data[i], self.in_features, self.out_features, g)
+        if self.W_im is not None:
+            self.W_im.data[i].zero_()
+        self.g.data[i].fill_(0.5)
+
+    def polar(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """``log r`` and ``k`` of the gated input, ``[M, B, in]``."""
+        g = self.g.clamp(0.0, 1.0)
+        r = g * (x.abs() + self.eps) + (1 - g)
+        return torch.log(r), g * math.pi * (x < 0).to(x.dtype)
+
+    def forward(self, x: Tensor) -> Tensor:
+        log_r, k = self.polar(x)
+        if self.W_im is None:
+            return torch.exp(member_matmul(log_r, self.W_re)) * torch.cos(member_matmul(k, self.W_re))
+        magnitude = member_matmul(log_r, self.W_re) - member_matmul(k, self.W_im)
+        phase = member_matmul(k, self.W_re) + member_matmul(log_r, self.W_im)
+        return torch.exp(magnitude) * torch.cos(phase)
+
+    def regularizer(self, step: int, loss: Tensor) -> Tensor:
+        """``[M]``: ``beta(step) * ||theta||_1`` of each member."""
+        beta = l1_weight(step, self.l1_start, self.l1_end, self.l1_every)
+        if beta == 0:
+            return torch.zeros(self.g.shape[0])
+        return beta * sum(p.abs().flatten(1).sum(1) for p in self.parameters())
+
+
+class NPU(RealNPU):
+    """The neural power unit with complex weights ``W_re + i W_im``."""
+
+    complex_weights = True

@@ -1,0 +1,158 @@
+"""NAU, NMU, iNALU, NPU, RealNPU: exact hand-set solutions, clamping, regularisers, finite gradients."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from nalu.ensemble import init_members
+from nalu.inalu import INALU
+from nalu.nau import NAU, NMU, ramp
+from nalu.npu import NPU, RealNPU, l1_weight
+from nalu.stack import units
+from nalu.train import fit
+from nalu.units import UNITS
+from tasks.arithmetic import ArithmeticProblem
+
+from .conftest import compose
+
+FOLLOW_UPS = ["nau", "nmu", "inalu", "npu", "realnpu"]
+
+
+@pytest.fixture
+def ab():
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.rand(2, 1000, generator=g) * 9 + 1  # in [1, 10]
+    return a, b, torch.stack([a, b], -1).unsqueeze(0)  # x: [1, N, 2]
+
+
+def with_weights(unit: torch.nn.Module, name: str, W: list[list[float]]) -> torch.nn.Module:
+    with torch.no_grad():
+        getattr(unit, name).copy_(torch.tensor([W], dtype=torch.float32))
+    return unit
+
+
+@pytest.mark.parametrize("W,expected", [([[1, 1]], lambda a, b: a + b), ([[1, -1]], lambda a, b: a - b),
+                                        ([[-1, 0]], lambda a, b: -a)])  # fmt: skip
+def test_nau_adds_and_subtracts(ab, W, expected):
+    a, b, x = ab
+    torch.testing.assert_close(with_weights(NAU(2, 1, 1), "W", W)(x)[0, :, 0], expected(a, b))
+
+
+@pytest.mark.parametrize("W,expected", [([[1, 1]], lambda a, b: a * b), ([[1, 0]], lambda a, b: a),
+                                        ([[0, 0]], lambda a, b: torch.ones_like(a))])  # fmt: skip
+def test_nmu_multiplies_selected_inputs(ab, W, expected):
+    a, b, x = ab
+    torch.testing.assert_close(with_weights(NMU(2, 1, 1), "W", W)(x)[0, :, 0], expected(a, b))
+
+
+@pytest.mark.parametrize("cls", [NPU, RealNPU])
+@pytest.mark.parametrize("W,expected", [
+    ([[1, 1]], lambda a, b: a * b), ([[1, -1]], lambda a, b: a / b), ([[2, 0]], lambda a, b: a * a),
+    ([[0.5, 0]], lambda a, b: torch.sqrt(a)), ([[-1, 0]], lambda a, b: 1 / a),
+])  # fmt: skip
+def test_power_units_compute_powers_and_division_of_positive_inputs(ab, cls, W, expected):
+    a, b, x = ab
+    unit = cls(2, 1, 1, eps=0.0)
+    init_members(unit, [0])
+    with torch.no_grad():
+        unit.g.fill_(1.0)
+    torch.testing.assert_close(with_weights(unit, "W_re", W)(x)[0, :, 0], expected(a, b), rtol=1e-5, atol=1e-5)
+
+
+def test_power_units_keep_the_sign_of_odd_powers_and_gate_out_inputs():
+    x = torch.tensor([[[-2.0, 3.0], [-1.5, -4.0]]])  # [1, 2 samples, 2 inputs]
+    unit = with_weights(RealNPU(2, 1, 1, eps=0.0), "W_re", [[1, 1]])
+    init_members(unit, [0])
+    with_weights(unit, "W_re", [[1, 1]])
+    with torch.no_grad():
+        unit.g.fill_(1.0)
+    torch.testing.assert_close(unit(x)[0, :, 0], torch.tensor([-6.0, 6.0]))
+    with torch.no_grad():
+        unit.g[0, 0, 1] = 0.0  # the second input is irrelevant: r = 1, k = 0
+    torch.testing.assert_close(unit(x)[0, :, 0], torch.tensor([-2.0, -1.5]))
+
+
+def test_inalu_with_hand_set_weights_adds_and_multiplies_with_signs():
+    big = 20.0
+    unit = INALU(2, 1, 1)
+    init_members(unit, [0])
+    with torch.no_grad():
+        for p in (unit.W_hat_a, unit.W_hat_m, unit.M_hat_a, unit.M_hat_m):
+            p.fill_(big)  # W_a = W_m = [1, 1]
+    x = torch.tensor([[[2.0, 3.0], [-2.0, 3.0], [-2.0, -3.0]]])
+    with torch.no_grad():
+        unit.G.fill_(big)
+    torch.testing.assert_close(unit(x)[0, :, 0], torch.tensor([5.0, 1.0, -5.0]))
+    with torch.no_grad():
+        unit.G.fill_(-big)
+    torch.testing.assert_close(unit(x)[0, :, 0], torch.tensor([6.0, -6.0, 6.0]))  # signs recovered
+
+
+def test_clamped_weights_stay_in_range_after_training_steps():
+    """Through the real training loop, with a learning rate that throws the weights far out."""
+    cfg = compose(["task.op=mul", "task.test_samples=100", "task.extrapolation_samples=100"])
+    problem = ArithmeticProblem(cfg.task, [0, 1], recurrent=False)
+    model = units("nmu", 100, 1, 2, [2], hidden_unit="nau")
+    init_members(model, [0, 1])
+    fit(model, problem, torch.optim.Adam(model.parameters(), lr=5.0), steps=5, eval_every=100, progress=False)
+    nau, nmu = model.layers
+    assert nau.W.min() >= -1 and nau.W.max() <= 1 and (nau.W.abs() == 1).any()  # pushed to the bounds
+    assert nmu.W.min() >= 0 and nmu.W.max() <= 1
+
+
+@pytest.mark.parametrize("unit", FOLLOW_UPS)
+@pytest.mark.parametrize("low,high", [(1, 2), (2, 6), (-2, 2), (0, 1), (-20, -10), (0, 0), (-1, 1)])
+def test_gradients_are_finite_at_initialisation(unit, low, high):
+    model = units(unit, 100, 1, 3, [2], **({"hidden_unit": "nau"} if unit == "nmu" else {}))
+    init_members(model, [0, 1, 2])
+    x = torch.empty(1, 64, 100).uniform_(low, high, generator=torch.Generator().manual_seed(0))
+    model(x).square().mean().backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None and torch.isfinite(p.grad).all(), name
+
+
+def test_nau_regulariser_ramps_in_and_vanishes_at_discrete_weights():
+    assert [ramp(t, 10, 20) for t in (0, 10, 15, 20, 99)] == [0.0, 0.0, 0.5, 1.0, 1.0]
+    unit = with_weights(NAU(3, 1, 1, sparsity_weight=2.0, sparsity_start=10, sparsity_end=20), "W", [[1, 0, -0.5]])
+    loss = torch.zeros(1)
+    assert unit.regularizer(5, loss).item() == 0
+    torch.testing.assert_close(unit.regularizer(15, loss), torch.tensor([2.0 * 0.5 * 0.5 / 3]))
+    torch.testing.assert_close(unit.sparsity_error(), torch.tensor([0.5]))
+    with_weights(unit, "W", [[1, 0, -1]])
+    assert unit.regularizer(30, loss).item() == 0 and unit.sparsity_error().item() == 0
+
+
+def test_npu_l1_grows_tenfold_up_to_its_cap_and_inalu_regularises_only_low_loss_members():
+    assert [l1_weight(t, 1e-5, 1e-4, 100) for t in (0, 99, 100, 250)] == [1e-5, 1e-5, 1e-4, 1e-4]
+    unit = INALU(2, 1, 2, reg_start=10)
+    init_members(unit, [0, 1])
+    assert (unit.regularizer(5, torch.zeros(2)) == 0).all()
+    r = unit.regularizer(10, torch.tensor([0.5, 3.0]))
+    assert r[0] > 0 and r[1] == 0
+
+
+def test_inalu_reinitialises_only_a_stalled_member():
+    unit = INALU(2, 1, 2, reinit=True, reinit_every=10, reinit_window=10, reinit_above=1.0)
+    init_members(unit, [0, 1])
+    before = [p.detach().clone() for p in unit.parameters_raw()]
+    for step in range(1, 11):  # member 0 stalls at 5.0, member 1 improves
+        unit.after_step(step, torch.tensor([5.0, 10.0 / step]))
+    after = list(unit.parameters_raw())
+    assert all(not torch.equal(b[0], a[0]) for b, a in zip(before, after))
+    assert all(torch.equal(b[1], a[1]) for b, a in zip(before, after))
+    assert all(a[0].abs().max() <= 2 for a in after)
+
+
+@pytest.mark.parametrize("unit", FOLLOW_UPS)
+def test_members_are_independent(unit):
+    model = units(unit, 4, 1, 2, [2], **({"hidden_unit": "nau"} if unit == "nmu" else {}))
+    init_members(model, [5, 6])
+    alone = units(unit, 4, 1, 1, [2], **({"hidden_unit": "nau"} if unit == "nmu" else {}))
+    init_members(alone, [6])
+    x = torch.rand(1, 8, 4) + 0.5
+    torch.testing.assert_close(model(x)[1], alone(x)[0])
+
+
+def test_registry_lists_every_unit():
+    assert set(FOLLOW_UPS) | {"nac", "nalu"} == set(UNITS)
