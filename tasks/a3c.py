@@ -71,11 +71,15 @@ class Agent(nn.Module):
         z = torch.zeros(self.members, batch, self.hidden)
         return (z, z.clone(), torch.zeros(self.members, batch, self.nac_width))
 
-    def forward(self, image: Tensor, command: Tensor, state: State) -> tuple[Tensor, Tensor, State]:
+    def core_input(self, image: Tensor, command: Tensor) -> Tensor:
+        """``x_t``: the convolutional features of the grid and the command, ``[M, B, features + 1]``."""
         M, B = image.shape[:2]
-        x = image.transpose(0, 1).reshape(B, M * image.shape[2], *image.shape[3:])
+        x = image.transpose(0, 1).reshape(B, M * image.shape[2], *image.shape[3:])  # members on channels
         f = F.relu(self.conv(x)).view(B, M, -1).transpose(0, 1)
-        x_t = torch.cat([F.relu(self.features(f)), command], -1)
+        return torch.cat([F.relu(self.features(f)), command], -1)
+
+    def forward(self, image: Tensor, command: Tensor, state: State) -> tuple[Tensor, Tensor, State]:
+        x_t = self.core_input(image, command)
         h, c = self.lstm(x_t, state[:2])
         s = state[2] + self.nac(torch.cat([x_t, h], -1)) if self.nac is not None else state[2]
         z = torch.cat([h, s], -1)
@@ -189,7 +193,9 @@ def a3c_losses(logits: Tensor, values: Tensor, actions: Tensor, rewards: Tensor,
 
 def worker(rank: int, shared: Agent, adam_state: list, alive: Tensor, cfg: dict, seeds: list[int],
            frames, stop, queue, parent: int) -> None:  # fmt: skip
-    """One A3C worker process: never touches wandb or files; reports through ``queue``."""
+    """One A3C worker process: never touches wandb or files; reports through ``queue``. It ignores
+    Ctrl-C (the main process stops it through ``stop``) and stops when its parent is gone."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         torch.set_num_threads(1)
         torch.set_flush_denormal(True)
@@ -208,7 +214,15 @@ def _work(rank, shared, adam_state, alive, cfg, seeds, frames, stop, queue, pare
     local = make_agent(cfg, M)
     local_params = list(local.parameters())
     envs = Environments(cfg["env"], seeds, a["envs_per_worker"], ("grid_train", rank))
-    gen = generator("a3c_actions", rank, *seeds)
+    gens = [generator("a3c_actions", rank, seed) for seed in seeds]  # a seed's actions are its own
+
+    def diverged(bad: Tensor) -> None:
+        """Members whose logits, loss or gradients are not finite stop for good (``alive``)."""
+        bad = bad & alive
+        if bad.any():
+            alive[bad] = False
+            queue.put(("diverged", rank, (bad.nonzero().flatten().tolist(), frames.value)))
+
     state = local.initial_state(envs.B)
     while frames.value < cfg["frames"] and not stop.is_set() and os.getppid() == parent:
         local.load_state_dict(shared.state_dict())
@@ -216,8 +230,10 @@ def _work(rank, shared, adam_state, alive, cfg, seeds, frames, stop, queue, pare
         logits, values, actions, rewards, dones, episodes = [], [], [], [], [], []
         for _ in range(n):
             lg, v, state = local(*envs.tensors(), state)
-            act = torch.multinomial(F.softmax(lg.detach(), -1).view(-1, lg.shape[-1]), 1, generator=gen)
-            act = act.view(M, envs.B)
+            probs = F.softmax(lg.detach(), -1)
+            diverged(~torch.isfinite(probs).flatten(1).all(1))
+            probs = torch.where(ensemble.member_view(alive, probs), probs.nan_to_num(1.0), 1.0)  # dead: uniform
+            act = torch.stack([torch.multinomial(probs[m], 1, generator=gens[m]).squeeze(-1) for m in range(M)])
             r, d, finished = envs.step(act)
             state = reset_where(state, d)
             for x, lst in zip((lg, v, act, r, d), (logits, values, actions, rewards, dones)):
@@ -228,14 +244,12 @@ def _work(rank, shared, adam_state, alive, cfg, seeds, frames, stop, queue, pare
         losses = a3c_losses(torch.stack(logits), torch.stack(values), torch.stack(actions),
                             torch.stack(rewards), torch.stack(dones), bootstrap, a["gamma"])  # fmt: skip
         loss = losses.total(a["value_coef"], a["entropy_coef"])
-        bad = ~torch.isfinite(loss.detach()) & alive
-        if bad.any():
-            alive[bad] = False
-            queue.put(("diverged", rank, (bad.nonzero().flatten().tolist(), frames.value)))
+        diverged(~torch.isfinite(loss.detach()))
         local.zero_grad(set_to_none=True)
         torch.where(alive, loss, 0.0).sum().backward()
         ensemble.mask_dead_gradients(local_params, alive)
-        clip_grad_norm_per_member(local_params, a["max_grad_norm"])
+        diverged(~torch.isfinite(clip_grad_norm_per_member(local_params, a["max_grad_norm"])))
+        ensemble.mask_dead_gradients(local_params, alive)
         for p, lp in zip(params, local_params, strict=True):
             p.grad = lp.grad
         optimizer.step()
@@ -243,8 +257,9 @@ def _work(rank, shared, adam_state, alive, cfg, seeds, frames, stop, queue, pare
             ensemble.freeze_members(optimizer, ~alive)
         with frames.get_lock():
             frames.value += n * envs.B
+            done_frames = frames.value
         report = {k: getattr(losses, k).tolist() for k in ("policy", "value", "entropy")}
-        queue.put(("rollout", rank, {"frames": frames.value, "episodes": episodes, **report}))
+        queue.put(("rollout", rank, {"frames": done_frames, "episodes": episodes, **report}))
 
 
 # --- the main process -------------------------------------------------------------------------
@@ -286,8 +301,8 @@ def spawnable_start_method():
 
 
 def shutdown(procs: list, queue, timeout: float = 10.0) -> None:
-    """Join the workers (draining the queue so that none blocks on a full pipe); terminate any
-    that do not stop within ``timeout`` seconds."""
+    """Join the started workers (draining the queue so that none blocks on a full pipe);
+    terminate any that do not stop within ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
         try:
@@ -344,7 +359,16 @@ def train(cfg: dict, seeds: list[int], log=None, progress: bool = True, desc: st
                          args=(rank, agent, adam_state, alive, cfg, seeds, frames, stop, queue, os.getpid()))
              for rank in range(a["workers"])]  # fmt: skip
     stats, diverged_at = EpisodeStats(M), torch.full((M,), -1, dtype=torch.long)
-    next_log, finished, episodes = cfg["log_every"], 0, torch.zeros(M)
+    next_log, seen, finished, episodes, started = cfg["log_every"], 0, 0, torch.zeros(M), []
+
+    def flush(step: int) -> None:
+        nonlocal episodes
+        metrics = stats.metrics()
+        episodes += metrics["episodes"]
+        if log and metrics["episodes"].sum() > 0:
+            log(step, metrics)
+        stats.clear()
+
     start = time.perf_counter()
     bar = tqdm(total=cfg["frames"], desc=desc, disable=not progress, mininterval=2.0, leave=False)
     with sigterm_as_exit():
@@ -352,6 +376,7 @@ def train(cfg: dict, seeds: list[int], log=None, progress: bool = True, desc: st
             with spawnable_start_method():
                 for p in procs:
                     p.start()
+                    started.append(p)
             while finished < len(procs):
                 try:
                     kind, rank, payload = queue.get(timeout=1.0)
@@ -369,18 +394,17 @@ def train(cfg: dict, seeds: list[int], log=None, progress: bool = True, desc: st
                     diverged_at[members] = at
                 elif kind == "rollout":
                     stats.add(payload)
-                    bar.update(min(payload["frames"], cfg["frames"]) - bar.n)
-                    if payload["frames"] >= next_log:
-                        metrics = stats.metrics()
-                        episodes += metrics["episodes"]
-                        if log:
-                            log(min(payload["frames"], cfg["frames"]), metrics)
-                        stats.clear()
-                        next_log += cfg["log_every"]
+                    seen = max(seen, min(payload["frames"], cfg["frames"]))  # workers' messages interleave
+                    bar.update(seen - bar.n)
+                    if seen >= next_log:
+                        flush(seen)
+                        while next_log <= seen:
+                            next_log += cfg["log_every"]
+            flush(seen)  # the episodes after the last log point
         finally:
             stop.set()
             bar.close()
-            shutdown(procs, queue)
+            shutdown(started, queue)
     summary = {"frames": int(frames.value), "train_wall_s": round(time.perf_counter() - start, 2),
                "frames_per_s": round(frames.value / (time.perf_counter() - start), 1),
                "diverged_at": diverged_at.tolist(), "train_episodes": episodes.tolist()}  # fmt: skip

@@ -25,18 +25,27 @@ from omegaconf import DictConfig, OmegaConf
 from nalu.errors import ConfigError, check_choice
 from nalu.seeding import derive_seed
 from tasks import a3c
-from tasks.grid_env import GridWorldTime
+from tasks.grid_env import MAX_COMMAND, GridWorldTime
 
 AGENTS = ("a3c", "a3c_nac")
+
+
+def evaluation_episodes(env_cfg: dict, commands: list[int], episodes: int, members: int,
+                        data_seed: int = 0) -> tuple[list[GridWorldTime], list[dict]]:  # fmt: skip
+    """``members`` copies of the same ``len(commands) * episodes`` episodes: environment ``i`` and
+    ``i + n`` start alike (``n`` episodes per member), ``episodes`` in a row per command."""
+    n = len(commands) * episodes
+    envs = [GridWorldTime(**env_cfg) for _ in range(members * n)]
+    obs = [env.reset(seed=derive_seed("grid_eval", data_seed, i % n),
+                     options={"command": commands[(i % n) // episodes]})[0] for i, env in enumerate(envs)]  # fmt: skip
+    return envs, obs
 
 
 def evaluate(agent: a3c.Agent, env_cfg: dict, commands: list[int], episodes: int, greedy: bool = True,
              data_seed: int = 0) -> dict[str, torch.Tensor]:  # fmt: skip
     """Run ``episodes`` fixed episodes per command for every member at once; per-member metrics."""
     M, n = agent.members, len(commands) * episodes
-    envs = [GridWorldTime(**env_cfg) for _ in range(M * n)]
-    obs = [env.reset(seed=derive_seed("grid_eval", data_seed, i % n),
-                     options={"command": commands[(i % n) // episodes]})[0] for i, env in enumerate(envs)]  # fmt: skip
+    envs, obs = evaluation_episodes(env_cfg, commands, episodes, M, data_seed)
     reward, early = np.zeros(M * n), np.zeros(M * n, bool)
     active = np.ones(M * n, bool)
     state = agent.initial_state(n)
@@ -46,7 +55,7 @@ def evaluate(agent: a3c.Agent, env_cfg: dict, commands: list[int], episodes: int
             image = torch.from_numpy(np.stack([o["image"] for o in obs])).view(M, n, *obs[0]["image"].shape)
             command = torch.from_numpy(np.stack([o["command"] for o in obs])).view(M, n, 1)
             logits, _, state = agent(image, command, state)
-            probs = torch.softmax(logits.view(M * n, -1), -1)
+            probs = torch.softmax(logits.view(M * n, -1), -1).nan_to_num(1.0)  # a diverged member: any action
             actions = probs.argmax(-1) if greedy else torch.multinomial(probs, 1, generator=gen).flatten()
             for i in np.flatnonzero(active):
                 obs[i], r, done, _, info = envs[i].step(int(actions[i]))
@@ -69,16 +78,24 @@ def check(cfg: DictConfig) -> None:
     for key in ("workers", "envs_per_worker", "rollout"):
         if t.a3c[key] < 1:
             raise ConfigError(f"task.a3c.{key} must be at least 1, got {t.a3c[key]}")
+    if t.env.size < 3:
+        raise ConfigError(f"the agent's 3x3 convolution needs task.env.size >= 3, got {t.env.size}")
     lo, hi = t.eval.commands
-    if not t.env.max_distance <= lo <= hi:
-        raise ConfigError(f"task.eval.commands must be [low, high] with max_distance <= low <= high, got {[lo, hi]}")
+    if not t.env.max_distance <= lo <= hi <= MAX_COMMAND:
+        raise ConfigError(f"task.eval.commands must be [low, high] with max_distance <= low <= high <= {MAX_COMMAND}, "
+                          f"got {[lo, hi]}")  # fmt: skip
+    opt = cfg.optimizer
+    if opt.get("weight_decay", 0) or opt.get("amsgrad", False):
+        raise ConfigError("A3C's shared Adam uses optimizer.lr, betas and eps only: weight_decay and amsgrad "
+                          "are not supported")  # fmt: skip
     if t.frames < 1 or t.eval.episodes < 1:
         raise ConfigError(f"task.frames and task.eval.episodes must be positive, got {t.frames}, {t.eval.episodes}")
     GridWorldTime(**t.env)  # validates the environment's settings
 
 
 def a3c_settings(cfg: DictConfig) -> dict:
-    """What ``a3c.train`` reads: the task config as plain data, with Adam's settings in ``a3c``."""
+    """What ``a3c.train`` reads: the task config as plain data, with Adam's settings in ``a3c``
+    (``lr``, ``betas``, ``eps``; the shared Adam steps one tensor at a time, so ``fused`` is moot)."""
     check(cfg)
     out, opt = OmegaConf.to_container(cfg.task, resolve=True), cfg.optimizer
     out["a3c"] |= {"lr": opt.lr, "betas": list(opt.get("betas", (0.9, 0.999))), "eps": opt.get("eps", 1e-8)}

@@ -93,6 +93,7 @@ def test_same_seed_same_episode_and_walls_hold():
         oa, ra, da, _, _ = a.step(int(act))
         ob, rb, db, _, _ = b.step(int(act))
         assert np.array_equal(oa["image"], ob["image"]) and (ra, da) == (rb, db)
+        assert oa["command"] == ob["command"]
         assert oa["image"][0].sum() == 1  # the agent never leaves the grid
         if da:
             a.reset(seed=int(act))
@@ -118,21 +119,17 @@ def test_bad_env_settings_are_refused(kwargs, match):
 def test_nac_agent_accumulates_and_members_are_independent():
     agent = a3c.Agent(size=5, members=2, nac=2)
     init_members(agent, [0, 1])
-    env = GridWorldTime()
-    obs, _ = env.reset(seed=0)
+    obs, _ = GridWorldTime().reset(seed=0)
     image = torch.from_numpy(obs["image"]).expand(2, 3, 2, 5, 5)
     command = torch.full((2, 3, 1), 9.0)
     state = agent.initial_state(3)
     logits, value, s1 = agent(image, command, state)
+    _, _, s2 = agent(image, 0 * command, s1)
     assert logits.shape == (2, 3, 5) and value.shape == (2, 3)
-    with torch.no_grad():
-        nac_out = agent.nac(torch.cat([torch.cat([torch.relu(agent.features(torch.relu(
-            agent.conv(image.transpose(0, 1).reshape(3, 4, 5, 5))).view(3, 2, -1).transpose(0, 1))), command], -1),
-            s1[0]], -1))  # fmt: skip
-    _, _, s2 = agent(image, command, s1)
-    torch.testing.assert_close(s1[2], nac_out)
-    # the accumulator adds: s2 = s1 + NAC(x_2, h_2)
-    assert not torch.allclose(s2[2], s1[2])
+    with torch.no_grad():  # s_t = s_{t-1} + NAC([x_t, h_t]), from s_0 = 0
+        x1, x2 = agent.core_input(image, command), agent.core_input(image, 0 * command)
+        torch.testing.assert_close(s1[2], agent.nac(torch.cat([x1, s1[0]], -1)))
+        torch.testing.assert_close(s2[2], s1[2] + agent.nac(torch.cat([x2, s2[0]], -1)))
     # changing member 1's weights leaves member 0's outputs alone
     with torch.no_grad():
         for p in agent.parameters():
@@ -144,19 +141,26 @@ def test_nac_agent_accumulates_and_members_are_independent():
 
 
 def test_a3c_losses_match_hand_computed_returns():
-    # one member, one environment, three steps: rewards 0, 0, +1 with the episode ending at step 3
+    # two environments, three steps, gamma 0.9, bootstrap value 5 after the rollout:
+    #   env 0: rewards 0, 0, +1, its episode ends at step 3 (the bootstrap is cut)
+    #   env 1: rewards 0, -1, 0, an episode ends at step 2 and a new one runs on (bootstrapped)
     T, gamma = 3, 0.9
-    logits = torch.zeros(T, 1, 1, 5, requires_grad=True)
-    values = torch.tensor([0.5, 0.2, 0.1]).view(T, 1, 1)
-    rewards = torch.tensor([0.0, 0.0, 1.0]).view(T, 1, 1)
-    dones = torch.tensor([False, False, True]).view(T, 1, 1)
-    losses = a3c.a3c_losses(logits, values, torch.zeros(T, 1, 1, dtype=torch.long), rewards, dones,
-                            bootstrap=torch.tensor([[5.0]]), gamma=gamma)  # fmt: skip
-    returns = torch.tensor([gamma**2, gamma, 1.0])  # the bootstrap is cut by the episode's end
-    adv = returns - values.flatten()
+    logits = torch.zeros(T, 1, 2, 5)
+    values = torch.tensor([[0.5, 0.0], [0.2, 0.3], [0.1, 0.4]]).view(T, 1, 2)
+    rewards = torch.tensor([[0.0, 0.0], [0.0, -1.0], [1.0, 0.0]]).view(T, 1, 2)
+    dones = torch.tensor([[False, False], [False, True], [True, False]]).view(T, 1, 2)
+    losses = a3c.a3c_losses(logits, values, torch.zeros(T, 1, 2, dtype=torch.long), rewards, dones,
+                            bootstrap=torch.tensor([[5.0, 5.0]]), gamma=gamma)  # fmt: skip
+    returns = torch.tensor([[gamma**2, gamma * -1.0], [gamma, -1.0], [1.0, gamma * 5.0]])
+    adv = returns - values.view(T, 2)
     torch.testing.assert_close(losses.value, (0.5 * adv.square().mean()).view(1))
     torch.testing.assert_close(losses.policy, (np.log(5) * adv.mean()).view(1).float())
     torch.testing.assert_close(losses.entropy, torch.tensor([np.log(5)], dtype=torch.float32))
+
+
+def _adam_step_in_child(param: torch.nn.Parameter, state: list) -> None:
+    param.grad = torch.ones_like(param)
+    a3c.shared_adam([param], state, lr=0.1).step()
 
 
 def test_per_member_clipping_and_shared_adam_state():
@@ -165,22 +169,33 @@ def test_per_member_clipping_and_shared_adam_state():
     norms = a3c.clip_grad_norm_per_member([p], max_norm=5.0)
     torch.testing.assert_close(norms, torch.tensor([50.0, 0.5]))
     torch.testing.assert_close(p.grad, torch.tensor([[3.0, 4.0, 0.0], [0.3, 0.4, 0.0]]))  # only member 0 clipped
-    # two optimisers over the same shared state see each other's moments and steps
-    state = a3c.shared_adam_state([p])
-    first, second = a3c.shared_adam([p], state, lr=0.1), a3c.shared_adam([p], state, lr=0.1)
-    first.step()
-    after_one = state[0]["exp_avg"].clone()
-    second.step()
-    assert state[0]["step"].item() == 2 and not torch.equal(state[0]["exp_avg"], after_one)
+    # an optimiser step in a spawned process moves the parent's weights, moments and step count
+    shared = torch.nn.Parameter(torch.zeros(2, 3))
+    shared.share_memory_()
+    state = a3c.shared_adam_state([shared])
+    child = torch.multiprocessing.get_context("spawn").Process(target=_adam_step_in_child, args=(shared, state))
+    child.start()
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    assert state[0]["step"].item() == 1 and (state[0]["exp_avg"] == 0.1).all()  # (1 - beta1) * grad
+    torch.testing.assert_close(shared.data, torch.full((2, 3), -0.1))  # Adam's first step: lr * sign(grad)
 
 
-def test_evaluation_scores_the_same_episodes_for_every_member():
+def test_evaluation_plays_the_same_episodes_for_every_member():
+    from tasks.gridworld_time import evaluation_episodes
+
+    envs, obs = evaluation_episodes({"size": 5}, [5, 9], episodes=8, members=3)
+    n = 16
+    for i in range(n):
+        same = [(e._agent, e._target, e._command) for e in envs[i::n]]
+        assert len(same) == 3 and len(set(same)) == 1
+        assert envs[i]._command == (5 if i < 8 else 9) and obs[i]["command"][0] == envs[i]._command
+    assert len({(e._agent, e._target) for e in envs[:n]}) > 8  # and the episodes differ
     agent = a3c.Agent(size=5, members=2)
-    init_members(agent, [3, 3])  # two identical members
+    init_members(agent, [3, 4])
     out = evaluate(agent, {"size": 5}, [5, 9], episodes=8)
-    for c in (5, 9):
-        assert out[f"reward_{c}"][0] == out[f"reward_{c}"][1]
-        assert set(out[f"reward_{c}"].tolist()) <= {x / 8 for x in range(-8, 9, 2)}
+    assert set(out) == {"reward_5", "early_5", "reward_9", "early_9"}
+    assert all(set(out[f"reward_{c}"].tolist()) <= {x / 8 for x in range(-8, 9, 2)} for c in (5, 9))
 
 
 # --- end to end ------------------------------------------------------------------------------
@@ -207,7 +222,9 @@ def test_tiny_figure5_end_to_end(tmp_path):
     assert df.loc[df.command == 6, "in_training"].all() and (df.seeds == 2).all()
     assert (out / "figure5.png").stat().st_size > 10_000
     md = (out / "figure5.md").read_text()
-    assert "A3C + NAC" in md and "+1.00" in md  # the paper's point at command 13
+    row = md.split("| 6*")[1].splitlines()[0]  # our values at command 6, a training command
+    for agent in ("a3c", "a3c_nac"):
+        assert f"{df.loc[(df.agent == agent) & (df.command == 6), 'mean'].item():+.2f}" in row
     # a trained agent's episode, rendered from the run directory's saved agent
     run_dir = next(runs.glob("*agent=a3c_nac*"))
     p = cli(["scripts/render_episode.py", str(run_dir), "--seed", "1", "--command", "6",
@@ -249,11 +266,32 @@ def _descendants(pid: int) -> set[int]:
     return out
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def _alive(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+@pytest.mark.skipif(not Path("/proc").exists(), reason="needs /proc to list processes")
+def test_training_in_process_joins_its_workers():
+    from tasks.gridworld_time import a3c_settings
+
+    from .conftest import compose
+
+    cfg = compose(["task=gridworld_time", "progress=false"] + [o for o in TINY_A3C if o.startswith("task.")])
+    before = _descendants(os.getpid())
+    agent, summary = a3c.train(a3c_settings(cfg), [0, 1], progress=False)
+    left = {pid for pid in _descendants(os.getpid()) - before if "resource_tracker" not in _cmdline(pid)}
+    assert not left, f"processes left behind: {left}"
+    assert summary["frames"] >= 600 and all(torch.isfinite(p).all() for p in agent.parameters())
 
 
 @pytest.mark.skipif(not Path("/proc").exists(), reason="needs /proc to list processes")
@@ -264,9 +302,11 @@ def test_interrupted_training_leaves_no_process_behind(tmp_path, sig):
     p = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
-        while len(workers := _descendants(p.pid)) < 2 and time.monotonic() < deadline:  # 2 workers (+ tracker)
+        workers: set[int] = set()
+        while len(workers) < 2 and time.monotonic() < deadline:  # the two A3C workers of the default config
+            workers = {w for w in _descendants(p.pid) if "spawn_main" in _cmdline(w)}
             time.sleep(0.2)
-        assert len(workers) >= 2, "the workers never started"
+        assert len(workers) == 2, "the workers never started"
         time.sleep(1.0)
         p.send_signal(sig)
         p.wait(timeout=60)

@@ -3,8 +3,8 @@
 For each agent (A3C, A3C + NAC): the mean over seeds of the average reward of the evaluation
 episodes at every command, with the band from the worst to the best seed; the training commands
 are shaded. The paper's curves, read off its figure (``results/paper/figure5.csv``, approximate),
-are drawn beside ours. Every seed is in the mean: a seed that diverged keeps its last finite
-weights, is evaluated like the others, and is counted in the legend and the CSV.
+are drawn beside ours. Every seed is in the mean: a seed that diverged is frozen where it was
+(``tasks.a3c``), evaluated like the others, and counted in the legend and the CSV.
 """
 
 from __future__ import annotations
@@ -70,6 +70,11 @@ def plot(df: pd.DataFrame, path: Path, train: tuple[int, int], caption: str) -> 
 
 def build(runs: Path, out: Path) -> list[Path]:
     cells = [c for c in load_cells(runs) if c["task"] == "gridworld_time"]
+    agents = [c["agent"] for c in cells]
+    if len(set(agents)) != len(agents):
+        dup = sorted({a for a in agents if agents.count(a) > 1})
+        raise SystemExit(f"error: {runs} holds more than one cell for agent(s) {', '.join(dup)}; "
+                         f"point --runs at one sweep (one cell per agent)")  # fmt: skip
     df = rows(cells)
     caption, train = "no cells were run", (5, 12)
     if cells:
@@ -81,7 +86,8 @@ def build(runs: Path, out: Path) -> list[Path]:
         caption = (f"Trained with A3C ({t['a3c']['workers']} workers, lr {lr}) on commands "
                    f"U{{{train[0]}..{train[1]}}}, {t['env']['size']}x{t['env']['size']} grid; frames per seed: "
                    f"{frames}. Mean over {len(c0['seeds'])} seeds, band from worst to best seed; "
-                   f"{t['eval']['episodes']} greedy episodes per command.")  # fmt: skip
+                   f"{t['eval']['episodes']} {'greedy' if t['eval']['greedy'] else 'sampled'} episodes per "
+                   f"command.")  # fmt: skip
     png, csv, md = out / "figure5.png", out / "figure5.csv", out / "figure5.md"
     plot(df, png, train, caption)
     write_text_atomic(csv, df.to_csv(index=False))
