@@ -10,7 +10,7 @@ JOBS ?= 2
 SWEEP := hydra/launcher=local2 hydra.launcher.n_jobs=$(JOBS)
 export WANDB_MODE ?= offline
 
-.PHONY: help install data test bench reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 clean
+.PHONY: help install data test bench reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-units clean
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -61,6 +61,10 @@ reproduce-figure4: install  ## Figure 4: program evaluation, 7 models x 2 tasks 
 reproduce-figure5: install  ## Figure 5: grid-world time tracking, A3C and A3C + NAC x 3 seeds -> results/figure5.*
 	$(RUN) -m +experiment=figure5 hydra/launcher=basic
 	$(TABLES) figure5 --runs multirun/figure5 --out results
+
+reproduce-units: install  ## NAC, NALU, NAU, NMU, iNALU, NPU, RealNPU + baselines, 54 cells x 10 seeds -> results/units.*
+	$(RUN) -m +experiment=units $(SWEEP)
+	$(TABLES) units --runs multirun/units --out results
 
 clean:  ## remove run directories (not results/)
 	rm -rf runs multirun outputs wandb

@@ -29,6 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from nalu.ensemble import member_matmul
+from nalu.nau import sparsity
 
 
 class INALU(nn.Module):
@@ -70,6 +71,11 @@ class INALU(nn.Module):
         msv = (torch.sign(x).unsqueeze(2) * w + 1 - w).prod(-1).clamp(-1.0, 1.0)
         g = torch.sigmoid(self.G)
         return g * a + (1 - g) * m * msv
+
+    def sparsity_error(self) -> Tensor:
+        """``[M]``: the largest distance of a weight of ``W_a`` or ``W_m`` from {-1, 0, 1}."""
+        W = torch.cat([self.weight(self.W_hat_a, self.M_hat_a), self.weight(self.W_hat_m, self.M_hat_m)], 1)
+        return sparsity(W.detach()).flatten(1).amax(1)
 
     def parameters_raw(self) -> list[Tensor]:
         return [self.W_hat_a, self.M_hat_a, self.W_hat_m, self.M_hat_m, self.G]

@@ -20,6 +20,9 @@ import torch
 from torch import Tensor, nn
 
 from nalu.ensemble import glorot_uniform_, member_matmul
+from nalu.inalu import INALU
+from nalu.nau import NAU, NMU, sparsity
+from nalu.npu import NPU, RealNPU
 
 
 class NAC(nn.Module):
@@ -59,6 +62,10 @@ class NAC(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         return member_matmul(x, self.W)
 
+    def sparsity_error(self) -> Tensor:
+        """``[M]``: the largest distance of a weight of ``W`` from {-1, 0, 1}."""
+        return sparsity(self.W.detach()).flatten(1).amax(1)
+
 
 class NALU(nn.Module):
     """Neural arithmetic logic unit (Eq. 2), with the paper's tied weights and no bias::
@@ -93,9 +100,13 @@ class NALU(nn.Module):
         return g * a + (1 - g) * m
 
 
-from nalu.inalu import INALU  # noqa: E402
-from nalu.nau import NAU, NMU  # noqa: E402
-from nalu.npu import NPU, RealNPU  # noqa: E402
 
 UNITS: dict[str, type[nn.Module]] = {"nac": NAC, "nalu": NALU, "nau": NAU, "nmu": NMU, "inalu": INALU,
                                      "npu": NPU, "realnpu": RealNPU}  # fmt: skip
+
+
+def sparsity_error(model: nn.Module) -> Tensor | None:
+    """``[M]``: the largest distance from {-1, 0, 1} of any weight of the model's units
+    (Madsen & Johansen 2020, Section 4.1); None for a model without units."""
+    errors = [m.sparsity_error() for m in model.modules() if hasattr(m, "sparsity_error")]
+    return torch.stack(errors).amax(0) if errors else None

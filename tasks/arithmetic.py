@@ -29,6 +29,7 @@ from nalu.ensemble import in_chunks, init_members
 from nalu.errors import ConfigError, check_choice
 from nalu.seeding import generator, training_streams
 from nalu.train import Metrics
+from nalu.units import sparsity_error
 
 # op name -> (the paper's row label, function of a and b)
 OPS: dict[str, tuple[str, Callable[[Tensor, Tensor], Tensor]]] = {
@@ -132,9 +133,10 @@ class ArithmeticProblem:
         """``a`` and ``b`` per member, ``[M, N]``, for inputs ``[M|1, N, ...]``."""
         if self.recurrent:
             x = x.sum(dim=2)  # sum over time
+        mask_a, mask_b = self.mask_a.to(x.dtype), self.mask_b.to(x.dtype)
         if x.shape[0] == 1:
-            return (x[0] @ self.mask_a.T).T, (x[0] @ self.mask_b.T).T
-        return (x * self.mask_a[:, None]).sum(-1), (x * self.mask_b[:, None]).sum(-1)
+            return (x[0] @ mask_a.T).T, (x[0] @ mask_b.T).T
+        return (x * mask_a[:, None]).sum(-1), (x * mask_b[:, None]).sum(-1)
 
     def targets(self, x: Tensor) -> Tensor:
         return self.fn(*self.operands(x)).unsqueeze(-1)
@@ -148,6 +150,17 @@ class ArithmeticProblem:
     # -- evaluation ------------------------------------------------------------------------
     def evaluate(self, model: nn.Module) -> Metrics:
         return {name: mse(model, x, y) for name, (x, y) in self.sets.items()}
+
+    def success_threshold(self, epsilon: float) -> Tensor:
+        """``[M]``: the extrapolation MSE of a near-perfect model, whose first layer takes
+        ``1 - epsilon`` of each selected input and ``epsilon`` of every other one, and whose second
+        layer applies the operation exactly (Madsen & Johansen 2020, Section 4.1). A seed whose
+        extrapolation MSE is below it counts as solved."""
+        x = self.sets["extrapolation"][0].double()  # float32 would blur an epsilon of 1e-5
+        a, b = self.operands(x)
+        total = (x.sum(dim=2) if self.recurrent else x).sum(-1)  # [1, N]: every input, summed
+        near = self.fn((1 - epsilon) * a + epsilon * (total - a), (1 - epsilon) * b + epsilon * (total - b))
+        return (near - self.fn(a, b)).square().mean(1).float()
 
     def reference_mse(self, model: nn.Module) -> Metrics:
         """Mean MSE over the members of a randomly initialised ``model``, against each seed's targets."""
@@ -177,7 +190,9 @@ def run(cfg: DictConfig, log, recurrent: bool) -> dict:
     seeds = list(cfg.seeds)
     problem = ArithmeticProblem(cfg.task, seeds, recurrent)
     in_features = cfg.task.input_size
-    result, _ = train_cell(cfg, problem, in_features, 1, recurrent, log, select="validation")
+    result, fitted = train_cell(cfg, problem, in_features, 1, recurrent, log, select="validation")
+    threshold = problem.success_threshold(cfg.task.success.epsilon)
+    sparsity = sparsity_error(fitted.best_model)
 
     ref_cfg = cfg.task.reference
     ref_seeds = [ref_cfg.seed + r for r in range(ref_cfg.members)]
@@ -188,4 +203,8 @@ def run(cfg: DictConfig, log, recurrent: bool) -> dict:
     members = result.pop("members")
     for i, m in enumerate(members):
         m["reference"] = {k: float(v[i]) for k, v in reference.items()}
+        # solved: extrapolation MSE at the best validation step below the near-perfect model's
+        m["success_threshold"] = float(threshold[i])
+        m["solved"] = bool(m["best"]["extrapolation"] < threshold[i])  # NaN: not solved
+        m["sparsity_error"] = float(sparsity[i]) if sparsity is not None else None
     return {**result, "members": members, "op": problem.op, "label": OPS[problem.op][0]}

@@ -68,6 +68,12 @@ def test_tiny_table1_end_to_end(workdir):
     ran = df.dropna(subset=["ours"])
     assert len(ran) == 8 and set(ran.model) == {"nac", "nalu", "lstm"}
     assert (ran.seeds == 2).all() and {"median", "solved", "diverged", "paper"} <= set(df.columns)
+    # every seed carries the success criterion of Madsen & Johansen (2020) and its sparsity error
+    for path in (workdir / "multirun").rglob("metrics.json"):
+        m = json.loads(path.read_text())
+        for seed in m["members"]:
+            assert seed["success_threshold"] > 0 and isinstance(seed["solved"], bool)
+            assert (seed["sparsity_error"] is None) == (m["model"] == "lstm")
 
 
 def test_tiny_table5_end_to_end(workdir):

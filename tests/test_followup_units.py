@@ -156,3 +156,62 @@ def test_members_are_independent(unit):
 
 def test_registry_lists_every_unit():
     assert set(FOLLOW_UPS) | {"nac", "nalu"} == set(UNITS)
+
+
+# --- the success criterion of Madsen & Johansen (2020) ---------------------------------------
+
+
+@pytest.mark.parametrize("op,second,W2", [("add", "nau", [1, 1]), ("sub", "nau", [1, -1]), ("mul", "nmu", [1, 1])])
+def test_success_threshold_is_the_error_of_the_epsilon_perturbed_model(op, second, W2):
+    eps = 1e-5
+    cfg = compose([f"task.op={op}", "task.test_samples=100", "task.extrapolation_samples=2000"])
+    problem = ArithmeticProblem(cfg.task, [3, 4], recurrent=False)
+    threshold = problem.success_threshold(eps)
+    x, y = problem.sets["extrapolation"]
+
+    def model_with(first_layer: torch.Tensor) -> torch.nn.Module:
+        model = units(second, 100, 1, 2, [2], hidden_unit="nau").double()
+        with torch.no_grad():
+            model.layers[0].W.copy_(first_layer)
+            model.layers[1].W.copy_(torch.tensor([[W2]] * 2, dtype=torch.float64))
+        return model
+
+    exact = torch.stack([problem.mask_a, problem.mask_b], 1).double()  # [M, 2, 100]
+    near = (1 - eps) * exact + eps * (1 - exact)
+
+    def mse(model):
+        with torch.no_grad():
+            return (model(x.double()) - problem.targets(x.double())).square().flatten(1).mean(1)
+
+    torch.testing.assert_close(mse(model_with(near)).float(), threshold, rtol=1e-3, atol=0)
+    assert (mse(model_with(exact)).float() < threshold / 100).all()
+    assert (threshold > 0).all()
+
+
+def test_wilson_interval_matches_known_values():
+    from nalu.scoring import wilson_interval
+
+    lo, hi = wilson_interval(8, 10)
+    assert (round(lo, 3), round(hi, 3)) == (0.490, 0.943)
+    lo, hi = wilson_interval(0, 10)
+    assert lo == 0 and round(hi, 3) == 0.278
+    assert wilson_interval(10, 10) == pytest.approx((0.7225, 1.0), abs=1e-4)
+
+
+def test_tiny_units_sweep_end_to_end(tmp_path):
+    """The real experiment file (cut down to 2 units x 2 functions) through to the units table."""
+    from .conftest import TINY_ARITHMETIC, cli
+
+    cli(["-m", "nalu.run", "-m", "+experiment=units", "model=nau,nmu", "task.op=add,mul"] + TINY_ARITHMETIC,
+        tmp_path)  # fmt: skip
+    out = tmp_path / "results"
+    cli(["-m", "nalu.tables", "units", "--runs", str(tmp_path / "multirun/units"), "--out", str(out)], tmp_path)
+    import pandas as pd
+
+    df = pd.read_csv(out / "units.csv")
+    assert len(df) == 4 and set(df.model) == {"nau", "nmu"} and (df.seeds == 2).all()
+    assert ((df.rate_lo <= df.rate) & (df.rate <= df.rate_hi)).all()
+    nmu_mul = df[(df.model == "nmu") & (df.function == "a*b")].iloc[0]
+    assert nmu_mul.paper == 0.98  # Madsen & Johansen's rate, beside ours
+    md = (out / "units.md").read_text()
+    assert "NAU + NMU" in md and "98%" in md and (out / "units.png").stat().st_size > 10_000

@@ -7,6 +7,7 @@
     python -m nalu.tables table5 [--runs DIR] [--out results]
     python -m nalu.tables figure4 [--runs DIR] [--out results]
     python -m nalu.tables figure5 [--runs DIR] [--out results]
+    python -m nalu.tables units [--runs DIR] [--out results]
     python -m nalu.tables curves <run dir> [--out file.png]
 """
 
@@ -25,6 +26,7 @@ SIMPLE = {
     "table5": ("identity", "Table 5 and Figure 1 (identity function)"),
     "figure4": ("figure4", "Figure 4 (program evaluation)"),
     "figure5": ("figure5", "Figure 5 (grid-world time tracking)"),
+    "units": ("units", "every arithmetic unit, success rates (Madsen & Johansen 2020)"),
 }
 
 

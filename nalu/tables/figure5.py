@@ -88,6 +88,7 @@ def build(runs: Path, out: Path) -> list[Path]:
                    f"{frames}. Mean over {len(c0['seeds'])} seeds, band from worst to best seed; "
                    f"{t['eval']['episodes']} {'greedy' if t['eval']['greedy'] else 'sampled'} episodes per "
                    f"command.")  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
     png, csv, md = out / "figure5.png", out / "figure5.csv", out / "figure5.md"
     plot(df, png, train, caption)
     write_text_atomic(csv, df.to_csv(index=False))

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from nalu.scoring import wilson_interval
 from nalu.tables.common import (
     choose_seed, fmt, load_cells, paper, paper_float, quantiles, to_markdown, write_table,
 )  # fmt: skip
@@ -49,6 +50,8 @@ def cell_rows(cell: dict, checkpoint: str, reference: str, solved_below: float) 
     members = cell["members"]
     diverged = np.array([m["diverged"] for m in members])
     chosen = choose_seed(members, checkpoint)
+    # Madsen & Johansen's criterion (cells run before it existed have no "solved")
+    success = sum(m["solved"] for m in members) if all("solved" in m for m in members) else math.nan
     rows = []
     for rng in RANGES:
         ref_key = "reference" if reference == "random" else "init"
@@ -66,12 +69,21 @@ def cell_rows(cell: dict, checkpoint: str, reference: str, solved_below: float) 
             "q25": q25,
             "q75": q75,
             "solved": int((score < solved_below).sum()),
+            "success": success if rng == "extrapolation" else math.nan,
             "diverged": int(diverged.sum()),
             "seeds": len(members),
             "chosen_seed": members[chosen]["seed"] if chosen is not None else None,
             "chosen_step": members[chosen]["best_step"] if chosen is not None else None,
         })  # fmt: skip
     return rows
+
+
+def success_text(successes: float, trials: float) -> str:
+    """``k/n (lo-hi%)`` with the 95% Wilson interval; ``n/a`` where the criterion was not run."""
+    if math.isnan(successes):
+        return "n/a"
+    lo, hi = wilson_interval(int(successes), int(trials))
+    return f"{successes:.0f}/{trials:.0f} ({100 * lo:.0f}-{100 * hi:.0f}%)"
 
 
 def caption(cells: list[dict], checkpoint: str, reference: str, solved_below: float) -> str:
@@ -113,6 +125,9 @@ def caption(cells: list[dict], checkpoint: str, reference: str, solved_below: fl
         *lines,
         f"- solved = the row's score below {solved_below} (it prints as 0.0 at the paper's "
         "precision); the extrapolation rows are the ones that matter.",
+        "- success = seeds whose extrapolation MSE at their best validation step is below that of a "
+        "near-perfect model with first-layer weights off by epsilon (Madsen & Johansen 2020), with "
+        "its 95% Wilson interval; n/a for cells run before the suite recorded it.",
     ])  # fmt: skip
 
 
@@ -122,7 +137,7 @@ def build(static: Path, recurrent: Path, out: Path, checkpoint: str = "best",
              if c["task"] in ("static_arithmetic", "recurrent_arithmetic")]  # fmt: skip
     rows = [r for c in cells for r in cell_rows(c, checkpoint, reference, solved_below)]
     ours = pd.DataFrame(rows, columns=[
-        "task", "range", "function", "model", "ours", "median", "q25", "q75", "solved",
+        "task", "range", "function", "model", "ours", "median", "q25", "q75", "solved", "success",
         "diverged", "seeds", "chosen_seed", "chosen_step"])  # fmt: skip
     ref = paper("table1").assign(model=lambda d: d.model.replace({"relu": "rnn_relu"}))
     ref = ref.rename(columns={"score": "paper_printed"})
@@ -150,10 +165,11 @@ def build(static: Path, recurrent: Path, out: Path, checkpoint: str = "best",
         ours=ran.ours.map(fmt), median=ran["median"].map(fmt),
         spread=[f"{fmt(a)}-{fmt(b)}" for a, b in zip(ran.q25, ran.q75)],
         solved=[f"{s:.0f}/{n:.0f}" for s, n in zip(ran.solved, ran.seeds)],
+        success=[success_text(k, n) for k, n in zip(ran.success, ran.seeds)],
         diverged=[f"{d:.0f}/{n:.0f}" for d, n in zip(ran.diverged, ran.seeds)],
         chosen_seed=ran.chosen_seed.astype("Int64"), chosen_step=ran.chosen_step.astype("Int64"),
     )[["task", "range", "function", "model", "ours", "paper_printed", "verdict", "median",
-       "spread", "solved", "diverged", "chosen_seed", "chosen_step"]]  # fmt: skip
+       "spread", "solved", "success", "diverged", "chosen_seed", "chosen_step"]]  # fmt: skip
     agree = (df.verdict == "match").sum() + (df.verdict == "match (>999)").sum()
     budget = {c["task"].split("_")[0]: c["steps"] for c in cells}
     ext = df[df.range == "extrapolation"]
