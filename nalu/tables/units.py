@@ -88,7 +88,7 @@ def plot(df: pd.DataFrame, path: Path, caption: str) -> None:
         f = df[df.model == model].set_index("function").reindex(FUNCTIONS)
         x = np.arange(len(FUNCTIONS)) + (j - (len(models) - 1) / 2) * width
         rate = 100 * f.rate.to_numpy(dtype=float)
-        err = 100 * np.stack([f.rate - f.rate_lo, f.rate_hi - f.rate]).astype(float)
+        err = 100 * np.stack([f.rate - f.rate_lo, f.rate_hi - f.rate]).astype(float).clip(min=0)  # rounding
         ax.bar(x, rate, width, color=cmap(j), label=UNITS[model], yerr=err, capsize=2, error_kw={"lw": 0.8})
         paper_rate = 100 * pd.to_numeric(f.paper, errors="coerce").to_numpy(dtype=float)
         ax.scatter(x, paper_rate, marker="_", s=120, color="black", zorder=3,
