@@ -29,7 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from nalu.ensemble import member_matmul
-from nalu.nau import sparsity
+from nalu.nau import sparsity_error
 
 
 class INALU(nn.Module):
@@ -75,7 +75,7 @@ class INALU(nn.Module):
     def sparsity_error(self) -> Tensor:
         """``[M]``: the largest distance of a weight of ``W_a`` or ``W_m`` from {-1, 0, 1}."""
         W = torch.cat([self.weight(self.W_hat_a, self.M_hat_a), self.weight(self.W_hat_m, self.M_hat_m)], 1)
-        return sparsity(W.detach()).flatten(1).amax(1)
+        return sparsity_error(W)
 
     def parameters_raw(self) -> list[Tensor]:
         return [self.W_hat_a, self.M_hat_a, self.W_hat_m, self.M_hat_m, self.G]

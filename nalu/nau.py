@@ -47,6 +47,12 @@ def sparsity(W: Tensor) -> Tensor:
     return torch.minimum(a, (1 - a).abs())
 
 
+def sparsity_error(W: Tensor) -> Tensor:
+    """``[M]``: the largest ``sparsity`` of a member's weights ``W [M, ...]`` (Madsen & Johansen,
+    Section 4.1)."""
+    return sparsity(W.detach()).flatten(1).amax(1)
+
+
 class NAU(nn.Module):
     """Neural addition unit: ``z = W x`` with ``W`` in [-1, 1]."""
 
@@ -78,8 +84,8 @@ class NAU(nn.Module):
         return scale * sparsity(self.W).flatten(1).mean(1)
 
     def sparsity_error(self) -> Tensor:
-        """``[M]``: the largest distance of a weight from {-1, 0, 1} (Madsen & Johansen, Section 4.1)."""
-        return sparsity(self.W.detach().clamp(self.low, self.high)).flatten(1).amax(1)
+        """``[M]``: the largest distance of a weight from {-1, 0, 1}."""
+        return sparsity_error(self.W.clamp(self.low, self.high))
 
 
 class NMU(NAU):

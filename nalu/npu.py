@@ -27,7 +27,7 @@ import torch
 from torch import Tensor, nn
 
 from nalu.ensemble import glorot_uniform_, member_matmul
-from nalu.nau import sparsity
+from nalu.nau import sparsity_error
 
 
 def l1_weight(step: int, start: float, end: float, every: int) -> float:
@@ -72,7 +72,7 @@ class RealNPU(nn.Module):
     def sparsity_error(self) -> Tensor:
         """``[M]``: the largest distance of a power (``W_re``, and ``W_im``) from {-1, 0, 1}."""
         W = self.W_re if self.W_im is None else torch.cat([self.W_re, self.W_im], 1)
-        return sparsity(W.detach()).flatten(1).amax(1)
+        return sparsity_error(W)
 
     def regularizer(self, step: int, loss: Tensor) -> Tensor:
         """``[M]``: ``beta(step) * ||theta||_1`` of each member."""

@@ -21,7 +21,8 @@ from torch import Tensor, nn
 
 from nalu.ensemble import glorot_uniform_, member_matmul
 from nalu.inalu import INALU
-from nalu.nau import NAU, NMU, sparsity
+from nalu.nau import NAU, NMU
+from nalu.nau import sparsity_error as weights_sparsity_error
 from nalu.npu import NPU, RealNPU
 
 
@@ -64,7 +65,7 @@ class NAC(nn.Module):
 
     def sparsity_error(self) -> Tensor:
         """``[M]``: the largest distance of a weight of ``W`` from {-1, 0, 1}."""
-        return sparsity(self.W.detach()).flatten(1).amax(1)
+        return weights_sparsity_error(self.W)
 
 
 class NALU(nn.Module):

@@ -130,6 +130,13 @@ def clip_grad_norm_per_member(params: list[nn.Parameter], max_norm: float) -> Te
 # --- one worker -------------------------------------------------------------------------------
 
 
+def observation_tensors(obs: list[dict], members: int, batch: int) -> tuple[Tensor, Tensor]:
+    """``members * batch`` observations (member-major) -> image ``[M, B, 2, N, N]``, command ``[M, B, 1]``."""
+    image = torch.from_numpy(np.stack([o["image"] for o in obs]))
+    command = torch.from_numpy(np.stack([o["command"] for o in obs]))
+    return image.view(members, batch, *image.shape[1:]), command.view(members, batch, 1)
+
+
 class Environments:
     """``members x per_member`` environments stepped in lockstep; observations as tensors."""
 
@@ -140,9 +147,7 @@ class Environments:
                     for i, env in enumerate(self.envs)]  # fmt: skip
 
     def tensors(self) -> tuple[Tensor, Tensor]:
-        image = torch.from_numpy(np.stack([o["image"] for o in self.obs]))
-        command = torch.from_numpy(np.stack([o["command"] for o in self.obs]))
-        return image.view(self.M, self.B, *image.shape[1:]), command.view(self.M, self.B, 1)
+        return observation_tensors(self.obs, self.M, self.B)
 
     def step(self, actions: Tensor) -> tuple[Tensor, Tensor, list[tuple[int, int, float, int]]]:
         """Step every environment; reset those that end. Returns rewards and dones ``[M, B]`` and

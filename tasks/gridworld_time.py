@@ -52,9 +52,7 @@ def evaluate(agent: a3c.Agent, env_cfg: dict, commands: list[int], episodes: int
     gen = torch.Generator().manual_seed(derive_seed("grid_eval_actions", data_seed))
     with torch.no_grad():
         while active.any():
-            image = torch.from_numpy(np.stack([o["image"] for o in obs])).view(M, n, *obs[0]["image"].shape)
-            command = torch.from_numpy(np.stack([o["command"] for o in obs])).view(M, n, 1)
-            logits, _, state = agent(image, command, state)
+            logits, _, state = agent(*a3c.observation_tensors(obs, M, n), state)
             probs = torch.softmax(logits.view(M * n, -1), -1).nan_to_num(1.0)  # a diverged member: any action
             actions = probs.argmax(-1) if greedy else torch.multinomial(probs, 1, generator=gen).flatten()
             for i in np.flatnonzero(active):

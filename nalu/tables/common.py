@@ -15,7 +15,8 @@ PAPER_DIR = Path(__file__).resolve().parents[2] / "results" / "paper"
 
 
 def load_cells(*roots: Path) -> list[dict]:
-    """Every complete ``metrics.json`` under ``roots``; warns about cells that are not complete."""
+    """Every complete ``metrics.json`` under ``roots`` (with ``run_dir``, its folder); warns about
+    cells that are not complete."""
     cells, incomplete = [], []
     for root in roots:
         root = Path(root)
@@ -25,7 +26,7 @@ def load_cells(*roots: Path) -> list[dict]:
         for history in sorted(root.rglob("history.csv")):
             m = read_json(history.parent / "metrics.json")
             if m and m.get("complete"):
-                cells.append(m)
+                cells.append({**m, "run_dir": str(history.parent)})
             else:
                 incomplete.append(history.parent)
     for d in incomplete:

@@ -23,9 +23,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from nalu.io import read_json, write_text_atomic  # noqa: E402
+from nalu.io import write_text_atomic  # noqa: E402
 from nalu.scoring import wilson_interval  # noqa: E402
-from nalu.tables.common import paper, to_markdown  # noqa: E402
+from nalu.tables.common import load_cells, paper, to_markdown  # noqa: E402
 
 FUNCTIONS = ["a+b", "a-b", "a*b", "a/b", "a^2", "sqrt(a)"]
 UNITS = {"nac": "NAC", "nalu": "NALU", "nau": "NAU", "nmu": "NAU + NMU", "inalu": "iNALU", "npu": "NPU",
@@ -44,25 +44,16 @@ def first_solved_steps(run_dir: Path, thresholds: dict[int, float]) -> dict[int,
     return out
 
 
-def load(runs: Path) -> list[tuple[Path, dict]]:
-    cells = []
-    for path in sorted(Path(runs).rglob("metrics.json")):
-        m = read_json(path)
-        if m and m.get("complete") and m.get("task") == "static_arithmetic":
-            cells.append((path.parent, m))
-    return cells
-
-
-def rows(cells: list[tuple[Path, dict]]) -> pd.DataFrame:
+def rows(cells: list[dict]) -> pd.DataFrame:
     out = []
-    for run_dir, c in cells:
+    for c in cells:
         members = [m for m in c["members"] if "solved" in m]
         if not members:
             continue
         n, k = len(members), sum(m["solved"] for m in members)
         lo, hi = wilson_interval(k, n)
         solved_seeds = {m["seed"]: m["success_threshold"] for m in members if m["solved"]}
-        at = first_solved_steps(run_dir, solved_seeds)
+        at = first_solved_steps(Path(c["run_dir"]), solved_seeds)
         sparsity = [m["sparsity_error"] for m in members if m["solved"] and m["sparsity_error"] is not None]
         out.append({"function": c["label"], "model": c["model"], "solved": k, "seeds": n, "rate": k / n,
                     "rate_lo": lo, "rate_hi": hi,
@@ -104,11 +95,11 @@ def plot(df: pd.DataFrame, path: Path, caption: str) -> None:
 
 
 def build(runs: Path, out: Path) -> list[Path]:
-    cells = load(runs)
+    cells = [c for c in load_cells(runs) if c["task"] == "static_arithmetic"]
     df = with_paper(rows(cells))
     caption = "no cells were run"
     if len(cells):
-        c = cells[0][1]
+        c = cells[0]
         t = c["config"]["task"]
         caption = (f"x in R^{t['input_size']}, train on U[{t['interpolation']['low']:g}, {t['interpolation']['high']:g}], "
                    f"extrapolate on U[{t['extrapolation']['low']:g}, {t['extrapolation']['high']:g}]; "
