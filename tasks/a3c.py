@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import queue as queue_module
 import signal
+import threading
 import time
 import traceback
 from contextlib import contextmanager
@@ -201,6 +202,7 @@ def worker(rank: int, shared: Agent, adam_state: list, alive: Tensor, cfg: dict,
     """One A3C worker process: never touches wandb or files; reports through ``queue``. It ignores
     Ctrl-C (the main process stops it through ``stop``) and stops when its parent is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    queue.put(("ready", rank, None))  # its arguments (the shared tensors) have arrived
     try:
         torch.set_num_threads(1)
         torch.set_flush_denormal(True)
@@ -305,6 +307,35 @@ def spawnable_start_method():
         mp.set_start_method(previous, force=True)
 
 
+class HeldSignals:
+    """Hold Ctrl-C and SIGTERM while the workers start, and deliver them once every worker is
+    ready: a worker stopped while it still fetches the shared tensors from this process can leave
+    this process hanging at exit. (A no-op outside the main thread, where handlers cannot be set.)"""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self.pending: int | None = None
+        self.previous: dict = {}
+
+    def hold(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in self.SIGNALS:
+            self.previous[sig] = signal.signal(sig, self._record)
+
+    def _record(self, signum, frame) -> None:
+        self.pending = self.pending or signum
+
+    def release(self) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+        self.previous = {}
+        if self.pending:
+            pending, self.pending = self.pending, None
+            signal.raise_signal(pending)
+
+
 def shutdown(procs: list, queue, timeout: float = 10.0) -> None:
     """Join the started workers (draining the queue so that none blocks on a full pipe);
     terminate any that do not stop within ``timeout`` seconds."""
@@ -364,7 +395,8 @@ def train(cfg: dict, seeds: list[int], log=None, progress: bool = True, desc: st
                          args=(rank, agent, adam_state, alive, cfg, seeds, frames, stop, queue, os.getpid()))
              for rank in range(a["workers"])]  # fmt: skip
     stats, diverged_at = EpisodeStats(M), torch.full((M,), -1, dtype=torch.long)
-    next_log, seen, finished, episodes, started = cfg["log_every"], 0, 0, torch.zeros(M), []
+    next_log, seen, finished, ready, episodes, started = cfg["log_every"], 0, 0, 0, torch.zeros(M), []
+    held = HeldSignals()
 
     def flush(step: int) -> None:
         nonlocal episodes
@@ -378,6 +410,7 @@ def train(cfg: dict, seeds: list[int], log=None, progress: bool = True, desc: st
     bar = tqdm(total=cfg["frames"], desc=desc, disable=not progress, mininterval=2.0, leave=False)
     with sigterm_as_exit():
         try:
+            held.hold()
             with spawnable_start_method():
                 for p in procs:
                     p.start()
@@ -392,7 +425,11 @@ def train(cfg: dict, seeds: list[int], log=None, progress: bool = True, desc: st
                     continue
                 if kind == "error":
                     raise RuntimeError(f"A3C worker {rank} failed:\n{payload}")
-                if kind == "done":
+                if kind == "ready":
+                    ready += 1
+                    if ready == len(procs):
+                        held.release()
+                elif kind == "done":
                     finished += 1
                 elif kind == "diverged":
                     members, at = payload
@@ -410,6 +447,7 @@ def train(cfg: dict, seeds: list[int], log=None, progress: bool = True, desc: st
             stop.set()
             bar.close()
             shutdown(started, queue)
+            held.release()
     summary = {"frames": int(frames.value), "train_wall_s": round(time.perf_counter() - start, 2),
                "frames_per_s": round(frames.value / (time.perf_counter() - start), 1),
                "diverged_at": diverged_at.tolist(), "train_episodes": episodes.tolist()}  # fmt: skip
