@@ -5,8 +5,9 @@ seeds at once, and writes ``<run dir>/metrics.json`` atomically. It knows nothin
 ``tasks.<task.name>.run(cfg, log)`` does the work and returns a JSON-able dict.
 
 A sweep (``-m``) writes each cell to ``multirun/<name>/<overrides>/``; rerunning the same sweep
-skips every cell whose ``metrics.json`` is complete and was made by the same config, and redoes
-cells that are missing or half-written.
+skips every cell whose ``metrics.json`` is complete and was made by the same config and the same
+code (``nalu.provenance``), and redoes cells that are missing, half-written or out of date.
+``dry_run=true`` only reports, per cell, whether it is up to date (one ``status:`` line each).
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from nalu.errors import ConfigError, exit_with
 from nalu.io import read_json, write_json_atomic
 from nalu.loggers import RunLogger
+from nalu.provenance import changed, imported, snapshot
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 # config keys that do not change results: a cell made with other values of these is still valid
-NOT_HASHED = ("logger", "progress", "force", "threads", "name", "data_dir", "flush_denormal")
+NOT_HASHED = ("logger", "progress", "force", "threads", "name", "data_dir", "flush_denormal", "dry_run")
 
 
 def config_hash(cfg: DictConfig) -> str:
@@ -38,9 +40,17 @@ def config_hash(cfg: DictConfig) -> str:
     return hashlib.sha256(OmegaConf.to_yaml(OmegaConf.create(data)).encode()).hexdigest()[:16]
 
 
-def is_complete(out_dir: Path, cfg_hash: str) -> bool:
+def out_of_date(out_dir: Path, cfg_hash: str) -> str | None:
+    """Why the cell in ``out_dir`` must be (re)made, or None if it is complete and up to date."""
     m = read_json(out_dir / "metrics.json")
-    return bool(m and m.get("complete") and m.get("config_hash") == cfg_hash)
+    if not (m and m.get("complete")):
+        return "not run yet" if m is None else "half-written"
+    if m.get("config_hash") != cfg_hash:
+        return "its config changed"
+    if "code" not in m:
+        return "made before cells recorded their code"
+    edited = changed(m["code"])
+    return f"its code changed ({', '.join(edited)})" if edited else None
 
 
 def resolve_seeds(seeds) -> list[int]:
@@ -66,9 +76,15 @@ def steps_fraction(fraction: float, *, _root_: DictConfig) -> int:
     return int(fraction * (_root_.task.get("steps") or 0))
 
 
-# used by hydra.run.dir in configs/config.yaml, and by configs/model/nmu.yaml
+def hydra_subdir(dry_run: bool) -> str | None:
+    """Where Hydra saves a job's config: nowhere for a dry run, which must leave cells untouched."""
+    return None if dry_run else ".hydra"
+
+
+# used by hydra.run.dir and hydra.output_subdir in configs/config.yaml, and by configs/model/nmu.yaml
 OmegaConf.register_new_resolver("cell_path", cell_path, replace=True)
 OmegaConf.register_new_resolver("steps_fraction", steps_fraction, replace=True)
+OmegaConf.register_new_resolver("hydra_subdir", hydra_subdir, replace=True)
 
 
 def cell_name(cfg: DictConfig) -> str:
@@ -82,9 +98,15 @@ def run_job(cfg: DictConfig, out_dir: Path) -> dict | None:
                                   else cfg.seeds)  # fmt: skip
     digest = config_hash(cfg)
     name = cell_name(cfg)
-    if not cfg.force and is_complete(out_dir, digest):
+    reason = "force=true" if cfg.force else out_of_date(out_dir, digest)
+    if cfg.get("dry_run"):
+        print(f"status: {'up to date' if reason is None else 'to run'}: {name}"
+              f"{'' if reason is None else f' ({reason})'}", file=sys.stderr)  # fmt: skip
+        return None
+    if reason is None:
         print(f"skip {name}: complete in {out_dir}", file=sys.stderr)
         return None
+    code = snapshot()  # before the task's modules load: the code this cell runs
 
     torch.set_num_threads(cfg.threads)
     torch.set_flush_denormal(bool(cfg.get("flush_denormal", True)))
@@ -107,6 +129,7 @@ def run_job(cfg: DictConfig, out_dir: Path) -> dict | None:
         "name": cfg.name,
         "seeds": list(cfg.seeds),
         "wall_s": round(time.perf_counter() - start, 2),
+        "code": imported(code),
         **result,
         "config": OmegaConf.to_container(cfg, resolve=True),
     }

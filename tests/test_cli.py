@@ -50,6 +50,46 @@ def test_sweep_resumes_without_redoing_complete_cells(workdir):
     assert (broken.parent / "history.csv").read_text().startswith("step,seed,metric,value")
 
 
+def test_cells_record_their_code_and_are_redone_when_it_changes(workdir):
+    args = RUN + ["-m", "model=nac,none", "task.op=add", "name=code"] + TINY_ARITHMETIC
+    cli(args, workdir)
+    nac, none = sorted((workdir / "multirun" / "code").glob("*/metrics.json"))
+    recorded = json.loads(nac.read_text())["code"]
+    assert {"nalu/run.py", "nalu/units.py", "tasks/static_arithmetic.py", "tasks/arithmetic.py"} <= set(recorded)
+    assert not any(path.startswith("nalu/tables/") for path in recorded)
+
+    def cell_files() -> dict:  # every file of both cells (the sweep's multirun.yaml is rewritten by any sweep)
+        return {p: p.stat().st_mtime_ns for p in nac.parent.parent.glob("*/**/*") if p.is_file()}
+
+    before = cell_files()
+
+    m = json.loads(nac.read_text())
+    m["code"]["tasks/arithmetic.py"] = "0" * 16  # as if the task's code had been edited since
+    nac.write_text(json.dumps(m))
+    before[nac] = nac.stat().st_mtime_ns
+    check = cli(args + ["dry_run=true"], workdir)
+    status = [line for line in check.stderr.splitlines() if line.startswith("status: ")]
+    assert status == ["status: to run: static/add/nac (its code changed (tasks/arithmetic.py))",
+                      "status: up to date: static/add/none"]  # fmt: skip
+    assert before == cell_files()
+
+    p = cli(args, workdir)
+    assert "skip static/add/none: complete" in p.stderr and "done static/add/nac" in p.stderr
+    assert json.loads(nac.read_text())["code"] == recorded
+
+
+def test_code_digest_ignores_comments_and_docstrings_but_not_code(tmp_path):
+    from nalu.provenance import source_digest
+
+    def digest(text: str) -> str:
+        (tmp_path / "m.py").write_text(text)
+        return source_digest(tmp_path / "m.py")
+
+    base = digest('"""Doc."""\ndef f(x):\n    """Doc."""\n    return x + 1\n')
+    assert digest("def f(x):  # a comment\n\n    return (x + 1)\n") == base
+    assert digest("def f(x):\n    return x + 2\n") != base
+
+
 def test_tiny_table1_end_to_end(workdir):
     """Both Table 1 sweeps through the real experiment files (cut down), then the table."""
     cli(RUN + ["-m", "+experiment=table1_static", "model=nac,nalu", "task.op=add",

@@ -1,0 +1,65 @@
+"""Which code made a cell: a digest per repository module, so that a resumed sweep redoes a cell
+whose code has changed, not only one whose config has.
+
+A digest is taken of a file's syntax tree with its docstrings removed, so that editing comments,
+docstrings or layout does not invalidate finished cells; any change to what the code does does.
+The table builders (``nalu/tables/``) do not touch cells and are left out.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("nalu", "tasks", "baselines")
+EXCLUDED = ("nalu/tables/",)
+
+
+def source_digest(path: Path) -> str:
+    """A digest of ``path``'s syntax tree, blind to comments, docstrings and layout."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):  # fmt: skip
+            node.body = body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()[:16]
+
+
+def tracked_sources() -> dict[str, Path]:
+    """Every module of the suite's packages that a cell may run, by its path relative to the root."""
+    out = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if not rel.startswith(EXCLUDED):
+                out[rel] = path
+    return out
+
+
+def snapshot() -> dict[str, str]:
+    """Digests of every tracked module as it is on disk now (take it before a cell starts)."""
+    return {rel: source_digest(path) for rel, path in tracked_sources().items()}
+
+
+def imported(digests: dict[str, str]) -> dict[str, str]:
+    """The entries of ``digests`` whose module this process has imported: the code a cell ran."""
+    loaded = set()
+    for module in list(sys.modules.values()):
+        f = getattr(module, "__file__", None)
+        if f:
+            try:
+                loaded.add(Path(f).resolve().relative_to(ROOT).as_posix())
+            except ValueError:
+                pass
+    return {rel: d for rel, d in digests.items() if rel in loaded}
+
+
+def changed(recorded: dict[str, str]) -> list[str]:
+    """The recorded modules whose code now differs (or that are gone)."""
+    sources = tracked_sources()
+    return [rel for rel, d in recorded.items() if rel not in sources or source_digest(sources[rel]) != d]
