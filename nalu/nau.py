@@ -69,8 +69,15 @@ class NAU(nn.Module):
         r = min(0.5, math.sqrt(3.0) * math.sqrt(2.0 / (self.in_features + self.out_features)))
         self.W.data[i].uniform_(-r, r, generator=g)
 
+    def clamped(self) -> Tensor:
+        """``W`` in its range, with the gradient of ``W`` itself. ``after_step`` puts a weight that
+        crossed a bound exactly on it, where ``clamp`` passes no gradient (nor does the regulariser:
+        ``abs`` has zero gradient at 0): a plain clamp would freeze it there for good, e.g. an NMU
+        weight at 0, whose gradient the NMU is built to keep (Madsen & Johansen 2020, Section 2.4)."""
+        return self.W + (self.W.clamp(self.low, self.high) - self.W).detach()
+
     def forward(self, x: Tensor) -> Tensor:
-        return member_matmul(x, self.W.clamp(self.low, self.high))
+        return member_matmul(x, self.clamped())
 
     def after_step(self, step: int, loss: Tensor) -> None:
         """Project the weights back into their range (the paper's clamping)."""
@@ -101,5 +108,5 @@ class NMU(NAU):
         self.W.data[i].uniform_(0.25, 0.75, generator=g)
 
     def forward(self, x: Tensor) -> Tensor:
-        W = self.W.clamp(self.low, self.high).unsqueeze(1)  # [M, 1, out, in]
+        W = self.clamped().unsqueeze(1)  # [M, 1, out, in]
         return (x.unsqueeze(2) * W + 1 - W).prod(-1)  # [M, B, out]

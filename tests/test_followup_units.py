@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from nalu.cell import build_model, model_factory
 from nalu.ensemble import init_members
 from nalu.inalu import INALU
 from nalu.nau import NAU, NMU, ramp
@@ -101,6 +102,25 @@ def test_clamped_weights_stay_in_range_after_training_steps():
     assert nmu.W.min() >= 0 and nmu.W.max() <= 1
 
 
+@pytest.mark.parametrize("cls,W", [(NMU, [[1.0, 0.0]]), (NAU, [[1.0, -1.0]])])
+def test_weights_on_their_bounds_still_get_gradients_and_learn(cls, W):
+    """Clamping puts weights exactly on a bound; from there, a*b (NMU) and a+b (NAU) still train."""
+    unit = with_weights(cls(2, 1, 1, sparsity_weight=0.0), "W", W)
+    g = torch.Generator().manual_seed(0)
+    opt = torch.optim.Adam(unit.parameters(), lr=0.03)
+    for step in range(400):
+        x = torch.rand(1, 64, 2, generator=g) + 1
+        target = x.prod(-1, keepdim=True) if cls is NMU else x.sum(-1, keepdim=True)
+        loss = (unit(x) - target).square().mean()
+        opt.zero_grad()
+        loss.backward()
+        if step == 0:
+            assert (unit.W.grad != 0).all(), unit.W.grad
+        opt.step()
+        unit.after_step(step, loss.detach())
+    torch.testing.assert_close(unit.W.detach(), torch.ones(1, 1, 2), atol=1e-3, rtol=0)
+
+
 @pytest.mark.parametrize("unit", FOLLOW_UPS)
 @pytest.mark.parametrize("low,high", [(1, 2), (2, 6), (-2, 2), (0, 1), (-20, -10), (0, 0), (-1, 1)])
 def test_gradients_are_finite_at_initialisation(unit, low, high):
@@ -152,6 +172,17 @@ def test_members_are_independent(unit):
     init_members(alone, [6])
     x = torch.rand(1, 8, 4) + 0.5
     torch.testing.assert_close(model(x)[1], alone(x)[0])
+
+
+@pytest.mark.parametrize("model,below,last", [("nmu", NAU, NMU), ("npu", NAU, NPU), ("realnpu", NAU, RealNPU),
+                                               ("nau", NAU, NAU), ("inalu", INALU, INALU)])  # fmt: skip
+def test_shipped_configs_stack_the_documented_layers(model, below, last):
+    """The model configs, built as a run builds them: NAUs under the multiplicative units."""
+    cfg = compose([f"model={model}"])
+    stack = build_model(model_factory(cfg.model), 100, 1, 2)
+    assert [type(layer) for layer in stack.layers] == [below, last]
+    if below is NAU and last is not NAU and model != "nmu":  # its own arguments: the NAU's defaults
+        assert (stack.layers[0].sparsity_weight, stack.layers[0].sparsity_end) == (0.01, 50000)
 
 
 def test_registry_lists_every_unit():
