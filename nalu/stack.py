@@ -17,7 +17,8 @@ layer's own random initialisation (for a dense layer, the IRNN of Le et al. 2015
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -93,17 +94,21 @@ def units(
     recurrent: bool = False,
     state_init: str = "random",
     hidden_unit: str | None = None,
+    hidden_kwargs: Mapping[str, Any] | None = None,
     **unit_kwargs,
 ) -> Stack:
     """A stack of arithmetic units (``unit`` in ``nalu.units.UNITS``) with no nonlinearity between.
 
     ``hidden_unit`` (default: ``unit``) is the unit of every layer before the last, e.g. the NAU
-    under the NMU of Madsen & Johansen's multiplication model. ``unit_kwargs`` go to every layer.
+    under the NMU of Madsen & Johansen's multiplication model. ``unit_kwargs`` go to every layer,
+    unless ``hidden_kwargs`` is given: then the layers before the last get those instead (a unit
+    of another kind, such as an NAU under an NPU, takes other arguments).
     """
     cls = UNITS[check_choice("unit", unit, UNITS)]
     hidden_cls = UNITS[check_choice("unit", hidden_unit, UNITS)] if hidden_unit else cls
+    below = dict(unit_kwargs if hidden_kwargs is None else hidden_kwargs)
 
     def layer(i: int, o: int, m: int, last: bool) -> nn.Module:
-        return (cls if last else hidden_cls)(i, o, m, **unit_kwargs)
+        return cls(i, o, m, **unit_kwargs) if last else hidden_cls(i, o, m, **below)
 
     return Stack(layer, in_features, out_features, members, hidden, recurrent, state_init)
