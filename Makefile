@@ -62,9 +62,11 @@ reproduce-figure5: install  ## Figure 5: grid-world time tracking, A3C and A3C +
 	$(RUN) -m +experiment=figure5 hydra/launcher=basic
 	$(TABLES) figure5 --runs multirun/figure5 --out results
 
-reproduce-units: install  ## NAC, NALU, NAU, NMU, iNALU, NPU, RealNPU + baselines, 54 cells x 10 seeds -> results/units.*
+reproduce-units: install  ## NAC, NALU, NAU, NMU, iNALU, NPU, RealNPU + baselines, 54 cells x 10 seeds, + 3 longer -> results/units.*
 	$(RUN) -m +experiment=units $(SWEEP)
-	$(TABLES) units --runs multirun/units --out results
+	$(RUN) -m +experiment=units_long model=nmu task.op=mul task.steps=1500000 progress=false & nmu=$$!; \
+	$(RUN) -m +experiment=units_long hydra/launcher=basic progress=false; rc=$$?; wait $$nmu && exit $$rc
+	$(TABLES) units --runs multirun/units --long multirun/units_long --out results
 
 clean:  ## remove run directories (not results/)
 	rm -rf runs multirun outputs wandb
