@@ -7,7 +7,7 @@
     python -m nalu.tables table5 [--runs DIR] [--out results]
     python -m nalu.tables figure4 [--runs DIR] [--out results]
     python -m nalu.tables figure5 [--runs DIR] [--out results]
-    python -m nalu.tables units [--runs DIR] [--out results]
+    python -m nalu.tables units [--runs DIR] [--long DIR] [--out results]
     python -m nalu.tables curves <run dir> [--out file.png]
 """
 
@@ -26,7 +26,6 @@ SIMPLE = {
     "table5": ("identity", "Table 5 and Figure 1 (identity function)"),
     "figure4": ("figure4", "Figure 4 (program evaluation)"),
     "figure5": ("figure5", "Figure 5 (grid-world time tracking)"),
-    "units": ("units", "every arithmetic unit, success rates (Madsen & Johansen 2020)"),
 }
 
 
@@ -47,6 +46,11 @@ def main(argv: list[str] | None = None) -> None:
         t = sub.add_parser(name, help=help_text)
         t.add_argument("--runs", type=Path, default=Path(f"multirun/{name}"))
         t.add_argument("--out", type=Path, default=Path("results"))
+    un = sub.add_parser("units", help="every arithmetic unit, success rates (Madsen & Johansen 2020)")
+    un.add_argument("--runs", type=Path, default=Path("multirun/units"))
+    un.add_argument("--long", type=Path, default=Path("multirun/units_long"),
+                    help="the same cells with longer budgets (left out if absent)")
+    un.add_argument("--out", type=Path, default=Path("results"))
     cv = sub.add_parser("curves", help="plot a run directory's history.csv")
     cv.add_argument("run_dir", type=Path)
     cv.add_argument("--out", type=Path, default=None)
@@ -56,6 +60,10 @@ def main(argv: list[str] | None = None) -> None:
         from nalu.tables import table1
 
         paths = table1.build(a.static, a.recurrent, a.out, a.checkpoint, a.reference, a.solved_below)
+    elif a.what == "units":
+        from nalu.tables import units
+
+        paths = units.build(a.runs, a.out, a.long)
     elif a.what in SIMPLE:
         module = importlib.import_module(f"nalu.tables.{SIMPLE[a.what][0]}")
         paths = module.build(a.runs, a.out)

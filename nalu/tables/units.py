@@ -5,10 +5,11 @@ A seed is *solved* when its extrapolation MSE, at the step with its lowest inter
 MSE, is below the extrapolation MSE of a near-perfect model whose first-layer weights are off by
 epsilon (``tasks.arithmetic.ArithmeticProblem.success_threshold``). Per function and unit: the
 success rate with its 95% Wilson interval, the median step at which solved seeds first fell below
-the threshold (from ``history.csv``, so at the evaluation interval's resolution), the median
+the threshold (from ``history.csv``, so at the evaluation interval's resolution), the mean
 sparsity error of solved seeds (the largest distance of a weight from {-1, 0, 1}), and the number
-of diverged seeds (never solved). Where Madsen & Johansen report a rate for the same setting
-(``results/paper/units.csv``), it is printed beside ours.
+of diverged seeds (never solved). Where Madsen & Johansen report the same setting
+(``results/paper/units.csv``: 5e6 steps, 100 seeds), their rate, median solved-at step and mean
+sparsity error are printed beside ours.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from nalu.scoring import wilson_interval  # noqa: E402
 from nalu.tables.common import load_cells, paper, to_markdown  # noqa: E402
 
 FUNCTIONS = ["a+b", "a-b", "a*b", "a/b", "a^2", "sqrt(a)"]
-UNITS = {"nac": "NAC", "nalu": "NALU", "nau": "NAU", "nmu": "NAU + NMU", "inalu": "iNALU", "npu": "NPU",
-         "realnpu": "RealNPU", "relu6": "ReLU6 MLP", "none": "linear"}  # fmt: skip
+UNITS = {"nac": "NAC", "nalu": "NALU", "nau": "NAU", "nmu": "NAU + NMU", "inalu": "iNALU", "npu": "NAU + NPU",
+         "realnpu": "NAU + RealNPU", "relu6": "ReLU6 MLP", "none": "linear"}  # fmt: skip
 
 
 def first_solved_steps(run_dir: Path, thresholds: dict[int, float]) -> dict[int, int]:
@@ -58,15 +59,22 @@ def rows(cells: list[dict]) -> pd.DataFrame:
         out.append({"function": c["label"], "model": c["model"], "solved": k, "seeds": n, "rate": k / n,
                     "rate_lo": lo, "rate_hi": hi,
                     "solved_at_median": float(np.median(list(at.values()))) if at else math.nan,
-                    "sparsity_median": float(np.median(sparsity)) if sparsity else math.nan,
+                    "sparsity_mean": float(np.mean(sparsity)) if sparsity else math.nan,
                     "diverged": sum(m["diverged"] for m in members), "steps": c["steps"],
                     "epsilon": c["config"]["task"]["success"]["epsilon"]})  # fmt: skip
     return pd.DataFrame(out, columns=["function", "model", "solved", "seeds", "rate", "rate_lo", "rate_hi",
-                                      "solved_at_median", "sparsity_median", "diverged", "steps", "epsilon"])  # fmt: skip
+                                      "solved_at_median", "sparsity_mean", "diverged", "steps", "epsilon"])  # fmt: skip
+
+
+def paper_number(value, spec: str = ".2g") -> str:
+    """A reported number as printed in the table: blank where the paper has none."""
+    return format(float(value), spec) if isinstance(value, str) and value else ""
 
 
 def with_paper(df: pd.DataFrame) -> pd.DataFrame:
-    ref = paper("units").rename(columns={"success_rate": "paper"})[["function", "model", "paper"]]
+    ref = paper("units").rename(columns={"success_rate": "paper", "solved_at_median": "paper_solved_at",
+                                         "sparsity_error_mean": "paper_sparsity"})
+    ref = ref[["function", "model", "paper", "paper_solved_at", "paper_sparsity"]]
     return df.merge(ref, on=["function", "model"], how="left")
 
 
@@ -94,9 +102,39 @@ def plot(df: pd.DataFrame, path: Path, caption: str) -> None:
     plt.close(fig)
 
 
-def build(runs: Path, out: Path) -> list[Path]:
-    cells = [c for c in load_cells(runs) if c["task"] == "static_arithmetic"]
-    df = with_paper(rows(cells))
+def ordered(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.assign(function=pd.Categorical(df.function, FUNCTIONS, ordered=True),
+                   order=df.model.map({m: i for i, m in enumerate(UNITS)}))  # fmt: skip
+    return df.sort_values(["function", "order", "steps"]).drop(columns="order")
+
+
+def shown(df: pd.DataFrame) -> pd.DataFrame:
+    """The markdown columns: ours beside Madsen & Johansen's."""
+    return pd.DataFrame({
+        "function": df.function.astype(str),
+        "unit": df.model.map(UNITS),
+        "steps": [f"{s:,}" for s in df.steps],
+        "success": [f"{k}/{n} ({100 * r:.0f}%, {100 * lo:.0f}-{100 * hi:.0f}%)"
+                    for k, n, r, lo, hi in zip(df.solved, df.seeds, df.rate, df.rate_lo, df.rate_hi)],
+        "paper": [f"{100 * float(p):.0f}%" if isinstance(p, str) and p else "" for p in df.paper],
+        "solved at (median step)": [f"{s:,.0f}" if math.isfinite(s) else "-" for s in df.solved_at_median],
+        "paper solved at": [paper_number(p, ",.0f") for p in df.paper_solved_at],
+        "sparsity error (mean, solved)": [f"{s:.2g}" if math.isfinite(s) else "-" for s in df.sparsity_mean],
+        "paper sparsity error": [paper_number(p) for p in df.paper_sparsity],
+        "diverged": [f"{d}/{n}" for d, n in zip(df.diverged, df.seeds)],
+    })  # fmt: skip
+
+
+def static_cells(runs: Path | None) -> list[dict]:
+    return [c for c in load_cells(runs) if c["task"] == "static_arithmetic"] if runs else []
+
+
+def build(runs: Path, out: Path, long: Path | None = None) -> list[Path]:
+    """The table and figure from the sweep in ``runs``; cells of the same task rerun with longer
+    budgets (``long``, if that folder exists) get a table of their own below."""
+    cells = static_cells(runs)
+    long_cells = static_cells(long if long is not None and Path(long).exists() else None)
+    df, df_long = ordered(with_paper(rows(cells))), ordered(with_paper(rows(long_cells)))
     caption = "no cells were run"
     if len(cells):
         c = cells[0]
@@ -106,24 +144,16 @@ def build(runs: Path, out: Path) -> list[Path]:
                    f"{c['steps']:,} Adam steps (lr {c['config']['optimizer']['lr']}, batch {t['batch_size']}), "
                    f"{len(c['seeds'])} seeds per cell, epsilon {t['success']['epsilon']:g}. "
                    "Madsen & Johansen ran 5e6 steps and 100 seeds.")  # fmt: skip
-    df["function"] = pd.Categorical(df.function, FUNCTIONS, ordered=True)
-    df["order"] = df.model.map({m: i for i, m in enumerate(UNITS)})
-    df = df.sort_values(["function", "order"]).drop(columns="order")
     out.mkdir(parents=True, exist_ok=True)
     png, csv, md = out / "units.png", out / "units.csv", out / "units.md"
     plot(df, png, caption)
-    write_text_atomic(csv, df.to_csv(index=False))
-    shown = pd.DataFrame({
-        "function": df.function.astype(str),
-        "unit": df.model.map(UNITS),
-        "success": [f"{k}/{n} ({100 * r:.0f}%, {100 * lo:.0f}-{100 * hi:.0f}%)"
-                    for k, n, r, lo, hi in zip(df.solved, df.seeds, df.rate, df.rate_lo, df.rate_hi)],
-        "paper": [f"{100 * float(p):.0f}%" if isinstance(p, str) and p else "" for p in df.paper],
-        "solved at (median step)": [f"{s:,.0f}" if math.isfinite(s) else "-" for s in df.solved_at_median],
-        "sparsity error (median, solved)": [f"{s:.2g}" if math.isfinite(s) else "-" for s in df.sparsity_median],
-        "diverged": [f"{d}/{n}" for d, n in zip(df.diverged, df.seeds)],
-    })  # fmt: skip
+    write_text_atomic(csv, pd.concat([df, df_long]).to_csv(index=False))
     text = ["# Arithmetic units under one protocol: success rates", caption + " ![units](units.png)",
-            __doc__.split("\n\n", 1)[1].replace("\n", " ").replace("``", "`").strip(), to_markdown(shown)]  # fmt: skip
+            __doc__.split("\n\n", 1)[1].replace("\n", " ").replace("``", "`").strip(), to_markdown(shown(df))]  # fmt: skip
+    if len(df_long):
+        text += ["## Longer budgets",
+                 "The same protocol with more steps, for cells whose median solved-at step in Madsen & Johansen "
+                 "lies beyond the budget above (`configs/experiment/units_long.yaml`; still below their 5e6).",
+                 to_markdown(shown(df_long))]  # fmt: skip
     write_text_atomic(md, "\n\n".join(text) + "\n")
     return [png, csv, md]
