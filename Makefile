@@ -3,14 +3,17 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-RUN := $(PY) -m nalu.run
-TABLES := $(PY) -m nalu.tables
 # cells run two at a time (one torch thread each); JOBS=1 runs them one by one
 JOBS ?= 2
-SWEEP := hydra/launcher=local2 hydra.launcher.n_jobs=$(JOBS)
+# DRY_RUN=1: every sweep only reports which of its cells are up to date, and no table is built
+# (scripts/reproduce_all.py asks each target this way)
+RUN := $(PY) -m nalu.run
+TABLES := $(if $(DRY_RUN),: ,$(PY) -m nalu.tables)
+DRY := $(if $(DRY_RUN),dry_run=true progress=false hydra/job_logging=disabled)
+SWEEP := $(if $(DRY_RUN),$(DRY),hydra/launcher=local2 hydra.launcher.n_jobs=$(JOBS))
 export WANDB_MODE ?= offline
 
-.PHONY: help install data test bench reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-units clean
+.PHONY: help install data test bench reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-units clean
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -30,6 +33,9 @@ test: install  ## run the test suite (about 5 minutes on 2 cores)
 
 bench: install  ## print throughput figures (member-steps per second)
 	$(PY) scripts/bench.py
+
+reproduce-all: data  ## every target below in turn, skipping those up to date; a summary at the end (about 4.5 h)
+	$(PY) scripts/reproduce_all.py --jobs $(JOBS)
 
 reproduce-table1: install  ## Table 1: static + recurrent arithmetic, 10 seeds per cell -> results/table1.*
 	$(RUN) -m +experiment=table1_static $(SWEEP)
@@ -59,13 +65,13 @@ reproduce-figure4: install  ## Figure 4: program evaluation, 7 models x 2 tasks 
 	$(TABLES) figure4 --runs multirun/figure4 --out results
 
 reproduce-figure5: install  ## Figure 5: grid-world time tracking, A3C and A3C + NAC x 3 seeds -> results/figure5.*
-	$(RUN) -m +experiment=figure5 hydra/launcher=basic
+	$(RUN) -m +experiment=figure5 hydra/launcher=basic $(DRY)
 	$(TABLES) figure5 --runs multirun/figure5 --out results
 
 reproduce-units: install  ## NAC, NALU, NAU, NMU, iNALU, NPU, RealNPU + baselines, 54 cells x 10 seeds, + 3 longer -> results/units.*
 	$(RUN) -m +experiment=units $(SWEEP)
-	$(RUN) -m +experiment=units_long model=nmu task.op=mul task.steps=1500000 progress=false & nmu=$$!; \
-	$(RUN) -m +experiment=units_long hydra/launcher=basic progress=false; rc=$$?; wait $$nmu && exit $$rc
+	$(RUN) -m +experiment=units_long model=nmu task.op=mul task.steps=1500000 progress=false $(DRY) & nmu=$$!; \
+	$(RUN) -m +experiment=units_long hydra/launcher=basic progress=false $(DRY); rc=$$?; wait $$nmu && exit $$rc
 	$(TABLES) units --runs multirun/units --long multirun/units_long --out results
 
 clean:  ## remove run directories (not results/)

@@ -1,0 +1,171 @@
+"""Every table and figure target in turn, skipping those that are up to date (``make reproduce-all``).
+
+    python scripts/reproduce_all.py [--only table1,units] [--jobs 2] [--check]
+
+A target is up to date when every cell of its sweeps is complete and was made by its current config
+and code (``make <target> DRY_RUN=1`` asks each cell, running nothing), its outputs in ``results/``
+are the ones it last wrote, and the table builders and the paper's values have not changed since.
+Other targets run through their own make target, so a half-done one resumes where it stopped.
+Each target's output goes to ``multirun/.reproduce/<target>.log``; the console shows one line per
+target, and at the end a summary (also ``multirun/.reproduce/summary.md``): each target, its wall
+time here, and its outputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STATE = ROOT / "multirun" / ".reproduce"
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    outputs: tuple[str, ...]  # in results/
+
+    @property
+    def make(self) -> str:
+        return f"reproduce-{self.name}"
+
+
+TARGETS = [  # the order of the README: the main job first, the longest (A3C) late
+    Target("table1", ("table1.md", "table1.csv")),
+    Target("table5", ("table5.md", "table5.csv", "figure1.png", "figure1.md", "figure1.csv")),
+    Target("table2", ("table2.md", "table2.csv")),
+    Target("table3", ("table3.md", "table3.csv", "figure3.png", "figure3.md", "figure3.csv")),
+    Target("table4", ("table4.md", "table4.csv")),
+    Target("figure4", ("figure4.png", "figure4.md", "figure4.csv")),
+    Target("figure5", ("figure5.png", "figure5.md", "figure5.csv")),
+    Target("units", ("units.png", "units.md", "units.csv")),
+]
+STATUS = re.compile(r"^status: (up to date|to run): (.*)$")
+
+
+def digest_files(paths: list[Path]) -> dict[str, str]:
+    return {p.relative_to(ROOT).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in sorted(paths)}
+
+
+def builders() -> dict[str, str]:
+    """What turns finished cells into results/: the table code and the paper's values."""
+    return digest_files([*(ROOT / "nalu" / "tables").glob("*.py"), *(ROOT / "results" / "paper").glob("*.csv")])
+
+
+def cell_status(target: Target) -> tuple[int, list[str]]:
+    """(cells, the lines of those that must run), from the target's sweeps in dry-run mode."""
+    p = subprocess.run(["make", "-s", target.make, "DRY_RUN=1"], cwd=ROOT, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"error: make {target.make} DRY_RUN=1 failed:\n{p.stderr[-2000:]}")
+    found = [m.groups() for m in map(STATUS.match, p.stderr.splitlines()) if m]
+    return len(found), [f"{cell} {state}" for state, cell in found if state == "to run"]
+
+
+def up_to_date(target: Target, stamp: dict | None) -> tuple[bool, int, str]:
+    """(whether to skip, how many cells, why it runs)."""
+    cells, stale = cell_status(target)
+    outputs = [ROOT / "results" / o for o in target.outputs]
+    if stale:
+        return False, cells, f"{len(stale)} of {cells} cells to run"
+    if not all(p.exists() for p in outputs):
+        return False, cells, "outputs missing"
+    if not stamp or stamp.get("builders") != builders() or stamp.get("outputs") != digest_files(outputs):
+        return False, cells, "tables to rebuild"
+    return True, cells, ""
+
+
+def clock(seconds: float) -> str:
+    m, s = divmod(int(round(seconds)), 60)
+    h, m = divmod(m, 60)
+    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"
+
+
+def run(target: Target, head: str, cells: int, jobs: int) -> tuple[int, float]:
+    """Run ``make <target>``, its output into its log; one console line, updated on a terminal."""
+    log = STATE / f"{target.name}.log"
+    start = time.perf_counter()
+    with open(log, "w") as f:
+        proc = subprocess.Popen(["make", target.make, f"JOBS={jobs}"], cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)
+        stop = threading.Event()
+
+        def show() -> None:
+            while not stop.wait(5):
+                text = log.read_text(errors="replace")
+                done = len(re.findall(r"^(?:done|skip) ", text, re.M))
+                print(f"\r{head} running: {done}/{cells} cells, {clock(time.perf_counter() - start)}",
+                      end="", flush=True)  # fmt: skip
+
+        if sys.stdout.isatty():
+            threading.Thread(target=show, daemon=True).start()
+        try:
+            rc = proc.wait()
+        except KeyboardInterrupt:
+            proc.wait()  # Ctrl-C reaches make and its sweeps too; let them stop cleanly
+            raise
+        finally:
+            stop.set()
+    return rc, time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--only", default="", help="comma-separated targets (default: all): "
+                   + ", ".join(t.name for t in TARGETS))  # fmt: skip
+    p.add_argument("--jobs", type=int, default=2, help="cells at a time within a target (make's JOBS)")
+    p.add_argument("--check", action="store_true", help="only say which targets are up to date")
+    a = p.parse_args(argv)
+    names = [n for n in a.only.split(",") if n]
+    unknown = sorted(set(names) - {t.name for t in TARGETS})
+    if unknown:
+        p.error(f"unknown target {', '.join(unknown)}; valid: {', '.join(t.name for t in TARGETS)}")
+    targets = [t for t in TARGETS if not names or t.name in names]
+    STATE.mkdir(parents=True, exist_ok=True)
+
+    rows, failed = [], False
+    for i, t in enumerate(targets, 1):
+        head = f"[{i}/{len(targets)}] make {t.make:<18}"
+        stamp_path = STATE / f"{t.name}.json"
+        stamp = json.loads(stamp_path.read_text()) if stamp_path.exists() else None
+        skip, cells, why = up_to_date(t, stamp)
+        last = clock(stamp["wall_s"]) if stamp else "-"
+        if skip or a.check:
+            print(f"{head} {'up to date' if skip else 'to run: ' + why} (last run {last})")
+            rows.append((t, "up to date" if skip else "to run", last))
+            continue
+        print(f"{head} running ({why}); log: {(STATE / f'{t.name}.log').relative_to(ROOT)}", flush=True)
+        rc, wall = run(t, head, cells, a.jobs)
+        if rc != 0:
+            print(f"\r{head} FAILED after {clock(wall)} (exit {rc}); see its log")
+            rows.append((t, f"failed (exit {rc})", clock(wall)))
+            failed = True
+            break
+        outputs = [ROOT / "results" / o for o in t.outputs]
+        stamp_path.write_text(json.dumps({"wall_s": wall, "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+                                          "builders": builders(), "outputs": digest_files(outputs)}, indent=1))  # fmt: skip
+        print(f"\r{head} done in {clock(wall)}" + " " * 30)
+        rows.append((t, "ran", clock(wall)))
+
+    table = ["| target | this run | wall time here | outputs |", "|---|---|---|---|"]
+    table += [f"| `make {t.make}` | {state} | {wall} | {', '.join('results/' + o for o in t.outputs)} |"
+              for t, state, wall in rows]  # fmt: skip
+    summary = "\n".join(table) + "\n"
+    if not a.check:
+        (STATE / "summary.md").write_text(summary)
+    print("\n" + summary, end="")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished cells are kept; `make reproduce-all` resumes", file=sys.stderr)
+        sys.exit(130)

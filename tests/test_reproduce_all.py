@@ -1,0 +1,42 @@
+"""scripts/reproduce_all.py: which targets are up to date, asked of the real make targets."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import ROOT
+
+SCRIPT = ROOT / "scripts" / "reproduce_all.py"
+
+
+def test_check_asks_every_cell_of_a_target_and_runs_nothing():
+    def cell_files() -> dict:  # (the sweep's own multirun.yaml is rewritten by any sweep)
+        files = (ROOT / "multirun" / "table4").rglob("*")
+        return {p: p.stat().st_mtime_ns for p in files if p.is_file() and p.name != "multirun.yaml"}
+
+    before = cell_files()
+    p = subprocess.run([sys.executable, SCRIPT, "--check", "--only", "table4"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=300)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    line = p.stdout.splitlines()[0]
+    assert re.fullmatch(r"\[1/1\] make reproduce-table4 +(up to date|to run: (\d of 7 cells to run|outputs missing|"
+                        r"tables to rebuild)) \(last run .*\)", line), line  # fmt: skip
+    assert "| `make reproduce-table4` |" in p.stdout and "results/table4.md" in p.stdout
+    assert cell_files() == before  # no cell was run or touched
+
+
+def test_unknown_target_lists_the_valid_ones():
+    p = subprocess.run([sys.executable, SCRIPT, "--only", "table9"], cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 2 and "unknown target table9; valid: table1, table5, table2" in p.stderr
+
+
+@pytest.mark.parametrize("seconds,text", [(59.6, "1m00s"), (3725, "1h02m05s")])
+def test_clock(seconds, text):
+    sys.path.insert(0, str(SCRIPT.parent))
+    from reproduce_all import clock
+
+    assert clock(seconds) == text
