@@ -55,8 +55,8 @@ def test_cells_record_their_code_and_are_redone_when_it_changes(workdir):
     cli(args, workdir)
     nac, none = sorted((workdir / "multirun" / "code").glob("*/metrics.json"))
     recorded = json.loads(nac.read_text())["code"]
-    assert {"nalu/run.py", "nalu/units.py", "tasks/static_arithmetic.py", "tasks/arithmetic.py"} <= set(recorded)
-    assert not any(path.startswith("nalu/tables/") for path in recorded)
+    assert {"nalu/train.py", "nalu/units.py", "tasks/static_arithmetic.py", "tasks/arithmetic.py"} <= set(recorded)
+    assert not any(path.startswith(("nalu/tables/", "nalu/run.py")) for path in recorded)  # builders, plumbing
 
     def cell_files() -> dict:  # every file of both cells (the sweep's multirun.yaml is rewritten by any sweep)
         return {p: p.stat().st_mtime_ns for p in nac.parent.parent.glob("*/**/*") if p.is_file()}
@@ -88,6 +88,15 @@ def test_code_digest_ignores_comments_and_docstrings_but_not_code(tmp_path):
     base = digest('"""Doc."""\ndef f(x):\n    """Doc."""\n    return x + 1\n')
     assert digest("def f(x):  # a comment\n\n    return (x + 1)\n") == base
     assert digest("def f(x):\n    return x + 2\n") != base
+
+
+def test_only_modules_that_make_numbers_can_invalidate_a_cell():
+    from nalu.provenance import changed, snapshot
+
+    now = snapshot()
+    assert "nalu/units.py" in now and "nalu/run.py" not in now and not changed(now)
+    stale = {**now, "nalu/units.py": "0" * 16, "nalu/run.py": "0" * 16, "tasks/gone.py": "0" * 16}
+    assert changed(stale) == ["nalu/units.py", "tasks/gone.py"]
 
 
 def test_tiny_table1_end_to_end(workdir):
