@@ -96,6 +96,9 @@ def run_job(cfg: DictConfig, out_dir: Path) -> dict | None:
     with open_dict(cfg):
         cfg.seeds = resolve_seeds(OmegaConf.to_object(cfg.seeds) if OmegaConf.is_list(cfg.seeds)
                                   else cfg.seeds)  # fmt: skip
+    if cfg.get("device", "cpu") != "cpu":
+        raise ConfigError(f"device={cfg.device} is not supported yet: every task runs on the CPU "
+                          "(README, 'On a GPU'); use device=cpu")  # fmt: skip
     digest = config_hash(cfg)
     name = cell_name(cfg)
     reason = "force=true" if cfg.force else out_of_date(out_dir, digest)
