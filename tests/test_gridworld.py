@@ -309,7 +309,9 @@ def test_interrupted_training_leaves_no_process_behind(tmp_path, sig):
         assert len(workers) == 2, "the workers never started"
         time.sleep(1.0)
         p.send_signal(sig)
-        p.wait(timeout=60)
+        # held until every worker is ready (tasks.a3c.HeldSignals), then up to 10 s of shutdown; on a
+        # loaded machine starting the workers alone takes tens of seconds (60 s timed out twice so)
+        p.wait(timeout=240)
         deadline = time.monotonic() + 30
         while any(_alive(w) for w in workers) and time.monotonic() < deadline:
             time.sleep(0.2)
