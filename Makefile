@@ -8,9 +8,9 @@ JOBS ?= 2
 # DRY_RUN=1: every sweep only reports which of its cells are up to date, and no table is built
 # (scripts/reproduce_all.py asks each target this way)
 RUN := $(PY) -m nalu.run
-TABLES := $(if $(DRY_RUN),: ,$(PY) -m nalu.tables)
-DRY := $(if $(DRY_RUN),dry_run=true progress=false hydra/job_logging=disabled)
-SWEEP := $(if $(DRY_RUN),$(DRY),hydra/launcher=local2 hydra.launcher.n_jobs=$(JOBS))
+TABLES := $(if $(filter 1 true yes,$(DRY_RUN)),: ,$(PY) -m nalu.tables)
+DRY := $(if $(filter 1 true yes,$(DRY_RUN)),dry_run=true progress=false hydra/job_logging=disabled)
+SWEEP := $(if $(filter 1 true yes,$(DRY_RUN)),$(DRY),hydra/launcher=local2 hydra.launcher.n_jobs=$(JOBS))
 export WANDB_MODE ?= offline
 
 .PHONY: help install data test bench reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-units clean
@@ -70,7 +70,7 @@ reproduce-figure5: install  ## Figure 5: grid-world time tracking, A3C and A3C +
 
 reproduce-units: install  ## NAC, NALU, NAU, NMU, iNALU, NPU, RealNPU + baselines, 54 cells x 10 seeds, + 3 longer -> results/units.*
 	$(RUN) -m +experiment=units $(SWEEP)
-	$(RUN) -m +experiment=units_long model=nmu task.op=mul task.steps=1500000 progress=false $(DRY) & nmu=$$!; \
+	$(RUN) -m +experiment=units_long model=nmu task.op=mul task.steps=1500000 progress=false $(DRY) & nmu=$$!; trap 'kill $$nmu; wait $$nmu; exit 130' INT TERM; \
 	$(RUN) -m +experiment=units_long hydra/launcher=basic progress=false $(DRY); rc=$$?; wait $$nmu && exit $$rc
 	$(TABLES) units --runs multirun/units --long multirun/units_long --out results
 

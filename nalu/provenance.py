@@ -21,8 +21,13 @@ EXCLUDED = ("nalu/tables/", "nalu/run.py", "nalu/provenance.py", "nalu/io.py", "
 
 
 def source_digest(path: Path) -> str:
-    """A digest of ``path``'s syntax tree, blind to comments, docstrings and layout."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    """A digest of ``path``'s syntax tree, blind to comments, docstrings and layout (a file that
+    does not parse gets a digest of its text: it changes whenever the file does)."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return "unparsed-" + hashlib.sha256(text.encode()).hexdigest()[:7]
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
@@ -43,9 +48,20 @@ def tracked_sources() -> dict[str, Path]:
     return out
 
 
+_FIRST_SEEN: dict[str, str] = {}  # per process: each module's digest when this process first looked
+
+
 def snapshot() -> dict[str, str]:
-    """Digests of every tracked module as it is on disk now (take it before a cell starts)."""
-    return {rel: source_digest(path) for rel, path in tracked_sources().items()}
+    """Digests of every tracked module (take it before a cell starts). A process that runs several
+    cells (a reused joblib worker, the basic launcher) keeps the modules it has imported, so for
+    those the digest first seen in this process is kept, not the file's current one."""
+    loaded = set(imported(dict.fromkeys(tracked_sources(), "")))
+    out = {}
+    for rel, path in tracked_sources().items():
+        if rel not in loaded or rel not in _FIRST_SEEN:
+            _FIRST_SEEN[rel] = source_digest(path)
+        out[rel] = _FIRST_SEEN[rel]
+    return out
 
 
 def imported(digests: dict[str, str]) -> dict[str, str]:

@@ -66,6 +66,8 @@ def cell_status(target: Target) -> tuple[int, list[str]]:
     if p.returncode != 0:
         raise SystemExit(f"error: make {target.make} DRY_RUN=1 failed:\n{p.stderr[-2000:]}")
     found = [m.groups() for m in map(STATUS.match, p.stderr.splitlines()) if m]
+    if not found:
+        raise SystemExit(f"error: make {target.make} DRY_RUN=1 reported no cells; its recipe may have changed")
     return len(found), [f"{cell} {state}" for state, cell in found if state == "to run"]
 
 
@@ -92,7 +94,7 @@ def run(target: Target, head: str, cells: int, jobs: int) -> tuple[int, float]:
     """Run ``make <target>``, its output into its log; one console line, updated on a terminal."""
     log = STATE / f"{target.name}.log"
     start = time.perf_counter()
-    with open(log, "w") as f:
+    with open(log, "a") as f:
         proc = subprocess.Popen(["make", target.make, f"JOBS={jobs}"], cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)
         stop = threading.Event()
 
@@ -141,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((t, "up to date" if skip else "to run", last))
             continue
         print(f"{head} running ({why}); log: {(STATE / f'{t.name}.log').relative_to(ROOT)}", flush=True)
+        made_by = builders()  # before the run: the table code that builds its outputs
         rc, wall = run(t, head, cells, a.jobs)
         if rc != 0:
             print(f"\r{head} FAILED after {clock(wall)} (exit {rc}); see its log")
@@ -149,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             break
         outputs = [ROOT / "results" / o for o in t.outputs]
         stamp_path.write_text(json.dumps({"wall_s": wall, "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
-                                          "builders": builders(), "outputs": digest_files(outputs)}, indent=1))  # fmt: skip
+                                          "builders": made_by, "outputs": digest_files(outputs)}, indent=1))  # fmt: skip
         print(f"\r{head} done in {clock(wall)}" + " " * 30)
         rows.append((t, "ran", clock(wall)))
 

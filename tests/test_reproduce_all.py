@@ -15,17 +15,17 @@ SCRIPT = ROOT / "scripts" / "reproduce_all.py"
 
 def test_check_asks_every_cell_of_a_target_and_runs_nothing():
     def cell_files() -> dict:  # (the sweep's own multirun.yaml is rewritten by any sweep)
-        files = (ROOT / "multirun" / "table4").rglob("*")
+        files = (ROOT / "multirun" / "table5").rglob("*")
         return {p: p.stat().st_mtime_ns for p in files if p.is_file() and p.name != "multirun.yaml"}
 
     before = cell_files()
-    p = subprocess.run([sys.executable, SCRIPT, "--check", "--only", "table4"], cwd=ROOT, capture_output=True,
+    p = subprocess.run([sys.executable, SCRIPT, "--check", "--only", "table5"], cwd=ROOT, capture_output=True,
                        text=True, timeout=300)  # fmt: skip
     assert p.returncode == 0, p.stderr
     line = p.stdout.splitlines()[0]
-    assert re.fullmatch(r"\[1/1\] make reproduce-table4 +(up to date|to run: (\d of 7 cells to run|outputs missing|"
+    assert re.fullmatch(r"\[1/1\] make reproduce-table5 +(up to date|to run: (\d+ of \d+ cells to run|outputs missing|"
                         r"tables to rebuild)) \(last run .*\)", line), line  # fmt: skip
-    assert "| `make reproduce-table4` |" in p.stdout and "results/table4.md" in p.stdout
+    assert "| `make reproduce-table5` |" in p.stdout and "results/table5.md" in p.stdout
     assert cell_files() == before  # no cell was run or touched
 
 
