@@ -55,9 +55,10 @@ def snapshot() -> dict[str, str]:
     """Digests of every tracked module (take it before a cell starts). A process that runs several
     cells (a reused joblib worker, the basic launcher) keeps the modules it has imported, so for
     those the digest first seen in this process is kept, not the file's current one."""
-    loaded = set(imported(dict.fromkeys(tracked_sources(), "")))
+    sources = tracked_sources()
+    loaded = imported(dict.fromkeys(sources, ""))
     out = {}
-    for rel, path in tracked_sources().items():
+    for rel, path in sources.items():
         if rel not in loaded or rel not in _FIRST_SEEN:
             _FIRST_SEEN[rel] = source_digest(path)
         out[rel] = _FIRST_SEEN[rel]

@@ -26,7 +26,7 @@ import pandas as pd  # noqa: E402
 
 from nalu.io import write_text_atomic  # noqa: E402
 from nalu.scoring import wilson_interval  # noqa: E402
-from nalu.tables.common import load_cells, paper, to_markdown  # noqa: E402
+from nalu.tables.common import load_cells, paper, paper_float, to_markdown  # noqa: E402
 
 FUNCTIONS = ["a+b", "a-b", "a*b", "a/b", "a^2", "sqrt(a)"]
 UNITS = {"nac": "NAC", "nalu": "NALU", "nau": "NAU", "nmu": "NAU + NMU", "inalu": "iNALU", "npu": "NAU + NPU",
@@ -68,7 +68,8 @@ def rows(cells: list[dict]) -> pd.DataFrame:
 
 def paper_number(value, spec: str = ".2g") -> str:
     """A reported number as printed in the table: blank where the paper has none."""
-    return format(float(value), spec) if isinstance(value, str) and value else ""
+    v = paper_float(value) if isinstance(value, str) else math.nan
+    return format(v, spec) if math.isfinite(v) else ""
 
 
 def with_paper(df: pd.DataFrame) -> pd.DataFrame:
