@@ -32,7 +32,13 @@ from nalu.nau import sparsity_error
 
 def l1_weight(step: int, start: float, end: float, every: int) -> float:
     """``beta`` at ``step``: ``start * 10^(step // every)``, at most ``end``."""
-    return min(start * 10.0 ** (step // every), end) if start > 0 else 0.0
+    if start <= 0:
+        return 0.0
+    if end <= start:
+        return end
+    decades = step // every
+    # past the cap, do not form 10^decades: it overflows a float after 308 decades (3.1M steps at 10k)
+    return end if decades >= math.log10(end / start) else min(start * 10.0**decades, end)
 
 
 class RealNPU(nn.Module):
@@ -78,7 +84,7 @@ class RealNPU(nn.Module):
         """``[M]``: ``beta(step) * ||theta||_1`` of each member."""
         beta = l1_weight(step, self.l1_start, self.l1_end, self.l1_every)
         if beta == 0:
-            return torch.zeros(self.g.shape[0])
+            return self.g.new_zeros(self.g.shape[0])
         return beta * sum(p.abs().flatten(1).sum(1) for p in self.parameters())
 
 

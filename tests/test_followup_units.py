@@ -145,6 +145,9 @@ def test_nau_regulariser_ramps_in_and_vanishes_at_discrete_weights():
 
 def test_npu_l1_grows_tenfold_up_to_its_cap_and_inalu_regularises_only_low_loss_members():
     assert [l1_weight(t, 1e-5, 1e-4, 100) for t in (0, 99, 100, 250)] == [1e-5, 1e-5, 1e-4, 1e-4]
+    # Madsen & Johansen's budget (5M steps) is 500 decades at 10k: the cap holds, nothing overflows
+    assert l1_weight(5_000_000, 1e-5, 1e-4, 10_000) == 1e-4 and l1_weight(5_000_000, 1e-7, 1e-1, 1) == 1e-1
+    assert [l1_weight(t, 1e-6, 1e-4, 10) for t in (0, 10, 20, 30)] == pytest.approx([1e-6, 1e-5, 1e-4, 1e-4])
     unit = INALU(2, 1, 2, reg_start=10)
     init_members(unit, [0, 1])
     assert (unit.regularizer(5, torch.zeros(2)) == 0).all()
