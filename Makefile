@@ -10,7 +10,10 @@ JOBS ?= 2
 RUN := $(PY) -m nalu.run
 TABLES := $(if $(filter 1 true yes,$(DRY_RUN)),: ,$(PY) -m nalu.tables)
 DRY := $(if $(filter 1 true yes,$(DRY_RUN)),dry_run=true progress=false hydra/job_logging=disabled)
-SWEEP := $(if $(filter 1 true yes,$(DRY_RUN)),$(DRY),hydra/launcher=local2 hydra.launcher.n_jobs=$(JOBS))
+# DEVICE=cuda (or cuda:1, mps): every sweep but figure5's trains there (README, "On a GPU"); the A3C
+# of figure5 runs in CPU worker processes whatever DEVICE says
+ON := $(if $(DEVICE),device=$(DEVICE))
+SWEEP := $(if $(filter 1 true yes,$(DRY_RUN)),$(DRY),hydra/launcher=local2 hydra.launcher.n_jobs=$(JOBS)) $(ON)
 export WANDB_MODE ?= offline
 
 .PHONY: help install data test bench reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-units clean
@@ -70,8 +73,8 @@ reproduce-figure5: install  ## Figure 5: grid-world time tracking, A3C and A3C +
 
 reproduce-units: install  ## NAC, NALU, NAU, NMU, iNALU, NPU, RealNPU + baselines, 54 cells x 10 seeds, + 3 longer -> results/units.*
 	$(RUN) -m +experiment=units $(SWEEP)
-	$(RUN) -m +experiment=units_long model=nmu task.op=mul task.steps=1500000 progress=false $(DRY) & nmu=$$!; trap 'kill $$nmu; wait $$nmu; exit 130' INT TERM; \
-	$(RUN) -m +experiment=units_long hydra/launcher=basic progress=false $(DRY); rc=$$?; wait $$nmu && exit $$rc
+	$(RUN) -m +experiment=units_long model=nmu task.op=mul task.steps=1500000 progress=false $(DRY) $(ON) & nmu=$$!; trap 'kill $$nmu; wait $$nmu; exit 130' INT TERM; \
+	$(RUN) -m +experiment=units_long hydra/launcher=basic progress=false $(DRY) $(ON); rc=$$?; wait $$nmu && exit $$rc
 	$(TABLES) units --runs multirun/units --long multirun/units_long --out results
 
 clean:  ## remove run directories (not results/)

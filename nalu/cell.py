@@ -8,6 +8,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
+from nalu import device as devices
 from nalu.ensemble import init_members
 from nalu.errors import ConfigError
 from nalu.train import FitResult, Problem, fit
@@ -59,11 +60,14 @@ def train_cell(
     log, select: str | None, factory: Callable[..., nn.Module] | None = None,
 ) -> tuple[dict, FitResult]:  # fmt: skip
     """Build ``cfg.model`` (or ``factory``, a task's own composite) for every seed in
-    ``cfg.seeds``, train it on ``problem``, and summarise each seed."""
+    ``cfg.seeds``, train it on ``problem`` on ``cfg.device``, and summarise each seed."""
     seeds = list(cfg.seeds)
+    device = devices.resolve(cfg.device)
     factory = factory or model_factory(cfg.model)
     model = build_model(factory, in_features, out_features, len(seeds), recurrent)
-    init_members(model, seeds)
+    init_members(model, seeds)  # on the CPU, from each seed's generator, then moved
+    model.to(device)
+    problem.to(device)
     optimizer = instantiate(cfg.optimizer)(model.parameters())
     result = fit(
         model, problem, optimizer, steps=cfg.task.steps, eval_every=cfg.task.eval_every,

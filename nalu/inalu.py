@@ -46,8 +46,9 @@ class INALU(nn.Module):
         self.reinit, self.reinit_every, self.reinit_window, self.reinit_above = (
             reinit, reinit_every, reinit_window, reinit_above)  # fmt: skip
         # each member's last ``reinit_window`` training losses (a ring) and how many it holds
-        self._losses = torch.zeros(reinit_window if reinit else 0, members)
-        self._count = torch.zeros(members, dtype=torch.long)
+        # (buffers, so that they follow the model to its device; not saved with its weights)
+        self.register_buffer("_losses", torch.zeros(reinit_window if reinit else 0, members), persistent=False)
+        self.register_buffer("_count", torch.zeros(members, dtype=torch.long), persistent=False)
         self._reinit_gens = [torch.Generator() for _ in range(members)]
 
     def init_member(self, i: int, g: torch.Generator) -> None:
@@ -83,7 +84,7 @@ class INALU(nn.Module):
     def regularizer(self, step: int, loss: Tensor) -> Tensor:
         """``[M]``: the regulariser of the members for which it is active (0 for the others)."""
         if step < self.reg_start:
-            return torch.zeros(self.G.shape[0])
+            return self.G.new_zeros(self.G.shape[0])
         r = sum((self.reg_t - p.abs()).clamp_min(0).flatten(1).mean(1) for p in self.parameters_raw()) / self.reg_t
         return torch.where(loss < self.reg_below, r, torch.zeros_like(r))
 
@@ -96,7 +97,8 @@ class INALU(nn.Module):
         self._count += 1
         if step % self.reinit_every:
             return
-        order = (torch.arange(step + 1, step + 1 + self.reinit_window) % self.reinit_window)  # oldest first
+        # the ring, oldest first
+        order = torch.arange(step + 1, step + 1 + self.reinit_window, device=self._losses.device) % self.reinit_window
         history = self._losses[order]
         old, new = history[: self.reinit_window // 2], history[self.reinit_window // 2 :]
         full = self._count >= self.reinit_window
@@ -104,5 +106,6 @@ class INALU(nn.Module):
         with torch.no_grad():
             for m in stuck.nonzero().flatten().tolist():
                 for p in self.parameters_raw():
-                    p.data[m].uniform_(-2.0, 2.0, generator=self._reinit_gens[m])
+                    # drawn on the CPU (where the generator lives), whatever the model's device
+                    p.data[m] = torch.empty(p.shape[1:]).uniform_(-2.0, 2.0, generator=self._reinit_gens[m])
                 self._count[m] = 0

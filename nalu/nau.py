@@ -87,7 +87,7 @@ class NAU(nn.Module):
         """``[M]``: the ramped sparsity regulariser of each member."""
         scale = self.sparsity_weight * ramp(step, self.sparsity_start, self.sparsity_end)
         if scale == 0:
-            return torch.zeros(self.W.shape[0])
+            return self.W.new_zeros(self.W.shape[0])
         return scale * sparsity(self.W).flatten(1).mean(1)
 
     def sparsity_error(self) -> Tensor:

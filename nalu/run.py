@@ -23,6 +23,7 @@ import torch
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from nalu import device as devices
 from nalu.errors import ConfigError, exit_with
 from nalu.io import read_json, write_json_atomic
 from nalu.loggers import RunLogger
@@ -96,9 +97,7 @@ def run_job(cfg: DictConfig, out_dir: Path) -> dict | None:
     with open_dict(cfg):
         cfg.seeds = resolve_seeds(OmegaConf.to_object(cfg.seeds) if OmegaConf.is_list(cfg.seeds)
                                   else cfg.seeds)  # fmt: skip
-    if cfg.get("device", "cpu") != "cpu":
-        raise ConfigError(f"device={cfg.device} is not supported yet: every task runs on the CPU "
-                          "(README, 'On a GPU'); use device=cpu")  # fmt: skip
+    devices.resolve(cfg.device)  # a bad or absent device fails here, in one line, before any work
     digest = config_hash(cfg)
     name = cell_name(cfg)
     reason = "force=true" if cfg.force else out_of_date(out_dir, digest)

@@ -6,6 +6,9 @@ evaluates a model on its fixed test sets. ``fit`` trains with squared error, eva
 metric was lowest (early stopping on a validation set), freezes members that diverge, and
 returns the metrics of the initial, final and best-step weights per member. Units with a
 regulariser or a post-step action (clamping; see ``nalu.units``) take part at every step.
+
+The model may sit on any device (``nalu.device``): batches are moved to it, and the metrics
+``fit`` returns are on the CPU.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
+from nalu import device as devices
 from nalu import ensemble
 
 Metrics = dict[str, Tensor]  # metric name -> one value per member, shape [M]
@@ -33,6 +37,9 @@ class Problem(Protocol):
 
     def evaluate(self, model: nn.Module) -> Metrics:
         """Metrics of every member on the problem's fixed evaluation sets."""
+
+    def to(self, device: torch.device) -> Problem:
+        """Move the fixed evaluation sets (and anything ``batch`` computes with) to ``device``."""
 
 
 @dataclass
@@ -63,12 +70,13 @@ def fit(
     start = time.perf_counter()
     M = problem.members
     params = list(model.parameters())
-    alive = torch.ones(M, dtype=torch.bool)
-    diverged_step = torch.full((M,), -1, dtype=torch.long)
+    dev = devices.of(model)
+    alive = torch.ones(M, dtype=torch.bool, device=dev)
+    diverged_step = torch.full((M,), -1, dtype=torch.long, device=dev)
     best_model = copy.deepcopy(model) if select else model
     best_value = torch.full((M,), float("inf"))
     best_step = torch.full((M,), -1, dtype=torch.long)
-    loss_sum, loss_count = torch.zeros(M), 0
+    loss_sum, loss_count = torch.zeros(M, device=dev), 0
     # units that regularise their weights or act after each step (see nalu.units)
     regularized = [m for m in model.modules() if hasattr(m, "regularizer")]
     post_step = [m for m in model.modules() if hasattr(m, "after_step")]
@@ -77,27 +85,27 @@ def fit(
         nonlocal loss_sum, loss_count
         model.eval()
         with torch.no_grad():
-            metrics = problem.evaluate(model)
+            metrics = devices.move(problem.evaluate(model), "cpu")
         model.train()
         if loss_count:
-            metrics = {"train_loss": loss_sum / loss_count, **metrics}
-            loss_sum, loss_count = torch.zeros(M), 0
+            metrics = {"train_loss": (loss_sum / loss_count).cpu(), **metrics}
+            loss_sum, loss_count = torch.zeros(M, device=dev), 0
         if select:
             improved = metrics[select] < best_value  # NaN never improves
             if improved.any():
                 best_value[improved] = metrics[select][improved]
                 best_step[improved] = step
-                ensemble.copy_members(best_model.parameters(), params, improved)
+                ensemble.copy_members(best_model.parameters(), params, improved.to(dev))
         if log:
             log(step, metrics)
         return metrics
 
     init = evaluate(0)
-    last_loss = torch.full((M,), float("nan"))
+    last_loss = torch.full((M,), float("nan"), device=dev)
     bar = tqdm(total=steps, desc=desc, disable=not progress, mininterval=2.0, leave=False)
     all_alive = True  # a Python copy of alive.all(), updated only when a member dies
     for step in range(1, steps + 1):
-        x, y = problem.batch()
+        x, y = (t.to(dev) for t in problem.batch())
         loss_m = (model(x) - y).square().flatten(1).mean(1)
         newly_dead = ~torch.isfinite(loss_m.detach()) & alive
         if newly_dead.any():
@@ -127,7 +135,7 @@ def fit(
     if select:
         best_model.eval()
         with torch.no_grad():
-            best = problem.evaluate(best_model)
+            best = devices.move(problem.evaluate(best_model), "cpu")
     else:
         best = final
     return FitResult(
@@ -135,8 +143,8 @@ def fit(
         final=final,
         best=best,
         best_step=best_step,
-        diverged_step=diverged_step,
-        train_loss=last_loss,
+        diverged_step=diverged_step.cpu(),
+        train_loss=last_loss.cpu(),
         steps=steps,
         wall_s=time.perf_counter() - start,
         best_model=best_model,

@@ -25,6 +25,7 @@ from omegaconf import DictConfig
 from torch import Tensor, nn
 
 from nalu.cell import build_model, train_cell
+from nalu.device import move
 from nalu.ensemble import in_chunks, init_members
 from nalu.errors import ConfigError, check_choice
 from nalu.seeding import generator, training_streams
@@ -119,6 +120,10 @@ class ArithmeticProblem:
             "extrapolation": self._draw(extrap, "extrapolation"),
         }
 
+    def to(self, device: torch.device) -> ArithmeticProblem:
+        self.mask_a, self.mask_b, self.sets = move((self.mask_a, self.mask_b, self.sets), device)
+        return self
+
     # -- data ------------------------------------------------------------------------------
     def _shape(self, batch: int, length: int) -> tuple[int, ...]:
         return (batch, length, self.n) if self.recurrent else (batch, self.n)
@@ -145,6 +150,7 @@ class ArithmeticProblem:
         x = torch.empty(len(self.data_gens), *self._shape(self.batch_size, self.train.length))
         for i, g in enumerate(self.data_gens):
             x[i].uniform_(self.train.low, self.train.high, generator=g)
+        x = x.to(self.mask_a.device)  # drawn on the CPU on every device: the same stream
         return x, self.targets(x)
 
     # -- evaluation ------------------------------------------------------------------------
@@ -191,13 +197,14 @@ def run(cfg: DictConfig, log, recurrent: bool) -> dict:
     problem = ArithmeticProblem(cfg.task, seeds, recurrent)
     in_features = cfg.task.input_size
     result, fitted = train_cell(cfg, problem, in_features, 1, recurrent, log, select="validation")
-    threshold = problem.success_threshold(cfg.task.success.epsilon)
+    threshold = problem.success_threshold(cfg.task.success.epsilon).cpu()
     sparsity = sparsity_error(fitted.best_model)
 
     ref_cfg = cfg.task.reference
     ref_seeds = [ref_cfg.seed + r for r in range(ref_cfg.members)]
     ref_model = build_model(instantiate(ref_cfg.model), in_features, 1, len(ref_seeds), recurrent)
     init_members(ref_model, ref_seeds)
+    ref_model.to(problem.mask_a.device)
     reference = problem.reference_mse(ref_model)
 
     members = result.pop("members")

@@ -120,6 +120,9 @@ def load_agent(run_dir: Path) -> tuple[a3c.Agent, dict, list[int]]:
 
 
 def run(cfg: DictConfig, log) -> dict:
+    if cfg.device != "cpu":
+        raise ConfigError(f"device={cfg.device}: the A3C of gridworld_time trains in CPU worker processes "
+                          "(shared-memory weights), so it runs on the CPU only; use device=cpu")  # fmt: skip
     seeds, t = list(cfg.seeds), cfg.task
     settings = a3c_settings(cfg)
     agent, summary = a3c.train(settings, seeds, log=log.metrics, progress=cfg.progress, desc=log.name)

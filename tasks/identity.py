@@ -14,6 +14,7 @@ from omegaconf import DictConfig
 from torch import Tensor, nn
 
 from nalu.cell import train_cell
+from nalu.device import move
 from nalu.errors import ConfigError
 from nalu.seeding import training_streams
 from nalu.train import Metrics
@@ -39,6 +40,10 @@ class IdentityProblem:
         self.interp = torch.linspace(lo, hi, 1001).view(1, -1, 1)
         self.table5 = grid(cfg.table5)
         self.curve_x = grid(cfg.curve)
+
+    def to(self, device: torch.device) -> IdentityProblem:
+        self.interp, self.table5, self.curve_x = move((self.interp, self.table5, self.curve_x), device)
+        return self
 
     def batch(self) -> tuple[Tensor, Tensor]:
         x = torch.empty(len(self.gens), self.batch_size, 1)

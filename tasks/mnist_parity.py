@@ -30,6 +30,7 @@ from torch import Tensor, nn
 from baselines.constrained import ConstrainedLinear
 from baselines.convnet import DigitEncoder, OverDigits
 from nalu.cell import train_cell
+from nalu.device import move
 from nalu.ensemble import in_chunks
 from nalu.errors import ConfigError, check_choice
 from nalu.scoring import rounded
@@ -56,12 +57,19 @@ class ParityProblem:
         self.test_index = torch.randint(0, len(self.test_images), (cfg.test_samples, self.k),
                                         generator=g_test)  # fmt: skip
 
+    def to(self, device: torch.device) -> ParityProblem:
+        for name in ("train_images", "train_labels", "val_images", "val_labels", "test_images", "test_labels",
+                     "val_index", "test_index"):  # fmt: skip
+            setattr(self, name, move(getattr(self, name), device))
+        return self
+
     def target(self, labels: Tensor) -> Tensor:
         """What ``s`` is trained to output for digit labels ``[N, digits]``: ``[N]``."""
         return (labels % 2 if self.odd else labels).sum(-1)
 
     def batch(self) -> tuple[Tensor, Tensor]:
         idx = torch.randint(0, len(self.train_images), (self.batch_size, self.k), generator=self.gen)
+        idx = idx.to(self.train_images.device)  # drawn on the CPU on every device: the same stream
         return self.train_images[idx].unsqueeze(0), self.target(self.train_labels[idx]).unsqueeze(1).float()[None]
 
     @staticmethod

@@ -25,6 +25,7 @@ from torch.nn import functional as F
 
 from baselines.convnet import DigitEncoder, OverDigits
 from nalu.cell import model_factory, train_cell
+from nalu.device import move
 from nalu.ensemble import in_chunks
 from nalu.errors import check_choice
 from nalu.seeding import generator
@@ -47,6 +48,12 @@ class SeriesProblem:
         self.test_index = {int(L): self._series(len(self.test_images), int(n), int(L), f"test{L}")
                            for L, n in cfg.test_series.items()}  # fmt: skip
 
+    def to(self, device: torch.device) -> SeriesProblem:
+        for name in ("train_images", "train_labels", "val_images", "val_labels", "test_images", "test_labels",
+                     "val_index", "test_index"):  # fmt: skip
+            setattr(self, name, move(getattr(self, name), device))
+        return self
+
     @staticmethod
     def _series(pool: int, n: int, length: int, name: str) -> Tensor:
         return torch.randint(0, pool, (n, length), generator=generator("mnist_series", name))
@@ -59,6 +66,7 @@ class SeriesProblem:
 
     def batch(self) -> tuple[Tensor, Tensor]:
         idx = torch.randint(0, len(self.train_images), (self.batch_size, self.length), generator=self.gen)
+        idx = idx.to(self.train_images.device)  # drawn on the CPU on every device: the same stream
         return self.train_images[idx].unsqueeze(0), self.label(self.train_labels[idx]).unsqueeze(0)
 
     def _predict(self, model: OverDigits, feats: Tensor, index: Tensor, chunk: int = 100) -> Tensor:

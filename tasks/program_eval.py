@@ -18,6 +18,7 @@ from omegaconf import DictConfig
 from torch import Tensor, nn
 
 from nalu.cell import model_factory, train_cell
+from nalu.device import move
 from nalu.ensemble import Embedding, in_chunks
 from nalu.errors import ConfigError, check_choice
 from nalu.scoring import rounded
@@ -51,6 +52,10 @@ class ProgramProblem:
         self.gen = generator("program_eval", self.kind, "train_data", cfg.data_seed)
         self.validation = self.fixed_set(cfg.validation_size, cfg.train_domain, "validation")
         self.tests = {int(d): self.fixed_set(cfg.test_size, int(d), f"test{d}") for d in cfg.test_domains}
+
+    def to(self, device: torch.device) -> ProgramProblem:
+        self.validation, self.tests = move((self.validation, self.tests), device)
+        return self
 
     def fixed_set(self, n: int, domain: int, name: str) -> tuple[Tensor, Tensor]:
         return self.encode(programs.generate(self.kind, n, domain, generator("program_eval", self.kind, name)))

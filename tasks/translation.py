@@ -18,6 +18,7 @@ from omegaconf import DictConfig
 from torch import Tensor, nn
 
 from nalu.cell import model_factory, train_cell
+from nalu.device import move, of
 from nalu.ensemble import Embedding
 from nalu.errors import ConfigError
 from nalu.train import Metrics
@@ -57,6 +58,10 @@ class TranslationProblem:
         self.ids = {w: i for i, w in enumerate(self.vocabulary)}
         self.sets = {name: self.encode(getattr(self.split, name)) for name in ("train", "validation", "test")}
 
+    def to(self, device: torch.device) -> TranslationProblem:
+        self.sets = move(self.sets, device)
+        return self
+
     def encode(self, numbers: list[int]) -> tuple[Tensor, Tensor]:
         """Token ids ``[N, T]`` (padded with 0) and targets ``[1, N, 1]``."""
         T = max(len(nw.words(n)) for n in numbers)
@@ -95,7 +100,7 @@ def run(cfg: DictConfig, log) -> dict:
     if shown:
         tokens, _ = problem.encode(shown)
         with torch.no_grad():
-            running = result.best_model.running(tokens)  # [M, len(shown), T]
+            running = result.best_model.running(tokens.to(of(result.best_model))).cpu()  # [M, len(shown), T]
         figure["running"] = [[r[: len(nw.words(n))].tolist() for r, n in zip(member, shown)] for member in running]
     sizes = {k: len(getattr(problem.split, k)) for k in ("train", "validation", "test")}
     return {**summary, "split": sizes, "figure3": figure}

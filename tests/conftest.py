@@ -49,3 +49,69 @@ def cli(args: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedP
 def workdir(tmp_path: Path) -> Path:
     """An empty folder to run the CLI in (its runs/ and multirun/ land here)."""
     return tmp_path
+
+
+class SameDevice(torch.overrides.TorchFunctionMode):
+    """Refuse any torch op whose tensor operands (beyond 0-d scalars) sit on different devices,
+    except moves and indexing (``x.to``, ``copy_``, ``x[cpu_index]``), which CUDA allows too."""
+
+    ALLOWED = {"to", "copy_", "__getitem__", "__setitem__", "cpu", "cuda", "__get__"}
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if getattr(func, "__name__", "") not in self.ALLOWED:
+            from torch.utils._pytree import tree_flatten
+
+            tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor) and t.dim() > 0]
+            found = {t.device for t in tensors}
+            if len(found) > 1:
+                raise RuntimeError(f"{getattr(func, '__name__', func)} mixes devices {sorted(map(str, found))}")
+        return func(*args, **kwargs)
+
+
+class Stepped(Exception):
+    """Raised by ``on_meta`` once a task's model and problem have taken a step on the meta device."""
+
+
+def on_meta(task_run, cfg, monkeypatch) -> None:
+    """Run a task's real ``run(cfg, log)`` with the device resolved to ``meta``, and in place of
+    training one step (loss, backward, Adam, regularisers, post-step actions) and one evaluation.
+
+    The meta device stands in for a GPU here: tensors on it carry shapes but no data. Since some
+    meta kernels (matmul) accept a CPU operand where CUDA would refuse it, every op of the step also
+    runs under ``SameDevice``, which refuses what CUDA refuses: a tensor a task forgot to move fails.
+    """
+    import types
+
+    import nalu.cell
+    from nalu import device as devices
+
+    meta = torch.device("meta")
+
+    def one_step(model, problem, optimizer, **_):
+        with SameDevice():
+            step(model, problem, optimizer)
+
+    def step(model, problem, optimizer):
+        assert all(p.device == meta for p in model.parameters())
+        x, y = (t.to(meta) for t in problem.batch())
+        loss = (model(x) - y).square().flatten(1).mean(1)
+        assert loss.device == meta
+        regularized = [m.regularizer(1, loss.detach()) for m in model.modules() if hasattr(m, "regularizer")]
+        (loss + sum(regularized)).sum().backward()
+        optimizer.step()
+        for m in model.modules():
+            if hasattr(m, "after_step"):
+                m.after_step(1, loss.detach())
+        with torch.no_grad():
+            metrics = problem.evaluate(model)
+        assert metrics and all(v.device == meta for v in metrics.values()), {k: v.device for k, v in metrics.items()}
+        raise Stepped
+
+    cfg.seeds = list(range(cfg.seeds))  # (the runner's job)
+    if "fused" in cfg.optimizer:
+        cfg.optimizer.fused = False  # fused Adam has no meta kernel (it has CPU and CUDA ones)
+    monkeypatch.setattr(devices, "resolve", lambda name: meta)
+    monkeypatch.setattr(nalu.cell, "fit", one_step)
+    with pytest.raises(Stepped):
+        task_run(cfg, types.SimpleNamespace(metrics=None, name="meta"))

@@ -6,6 +6,7 @@ import json
 import os
 
 import pytest
+import torch
 
 from .conftest import TINY_ARITHMETIC, cli
 
@@ -24,7 +25,8 @@ RUN = ["-m", "nalu.run"]
     (["task.extrapolation.low=1", "task.extrapolation.high=2"], "does not exceed training"),
     (["task=recurrent_arithmetic", "model=lstm", "task.extrapolation_length=5"], "does not exceed"),
     (["task=static_arithmetic", "model=lstm"], "lstm is a sequence model"),
-    (["device=cuda"], "device=cuda is not supported yet"),
+    (["device=tpu"], "unknown device 'tpu'; valid: cpu, cuda, cuda:<n>, mps"),
+    *([] if torch.cuda.is_available() else [(["device=cuda"], "CUDA is not available here")]),
 ])  # fmt: skip
 def test_bad_input_gives_one_line_error(workdir, args, valid):
     p = cli(RUN + args + ["progress=false"], workdir, check=False)

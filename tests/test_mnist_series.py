@@ -1,4 +1,5 @@
-"""MNIST series: labels, which images each split uses, the missing-data error, a tiny Table 2."""
+"""MNIST series and parity: labels, which images each split uses, the missing-data error, tiny
+Tables 2 and 4, and their tensors following the model to its device."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import torch
 from tasks import mnist_data
 from tasks.mnist_series import SeriesProblem
 
-from .conftest import cli, compose
+from .conftest import cli, compose, on_meta
 
 TRAIN, VAL, TEST = 10, 20, 30  # first pixel of every fake image tells its split
 
@@ -168,3 +169,15 @@ def test_final_layers_keep_their_weight_constraints(variant):
     elif variant != "wx_plus_b":
         assert w.min() >= -1 and w.max() <= 1
     assert (layer.bias is not None) == variant.endswith("plus_b")
+
+
+@pytest.mark.parametrize("task, model", [("mnist_counting", "lstm"), ("mnist_addition", "nac"),
+                                         ("mnist_parity", "none")])  # fmt: skip
+def test_mnist_tasks_run_on_the_model_device(fake_mnist, task, model, monkeypatch):
+    from tasks import mnist_parity, mnist_series
+
+    sizes = (["task.validation_samples=8", "task.test_samples=20"] if task == "mnist_parity"
+             else ["task.validation_series=8", "task.test_series={1: 20, 10: 6}"])  # fmt: skip
+    cfg = compose([f"task={task}", f"model={model}", "progress=false", "seeds=2", f"data_dir={fake_mnist}",
+                   "task.validation_images=40", "task.batch_size=4", *sizes])  # fmt: skip
+    on_meta((mnist_parity if task == "mnist_parity" else mnist_series).run, cfg, monkeypatch)
