@@ -10,7 +10,7 @@ JOBS ?= 2
 RUN := $(PY) -m nalu.run
 TABLES := $(if $(filter 1 true yes,$(DRY_RUN)),: ,$(PY) -m nalu.tables)
 DRY := $(if $(filter 1 true yes,$(DRY_RUN)),dry_run=true progress=false hydra/job_logging=disabled)
-# DEVICE=cuda (or cuda:1, mps): every sweep but figure5's trains there (README, "On a GPU"); the A3C
+# DEVICE=cuda (or cuda:1): every sweep but figure5's trains there (README, "On a GPU"); the A3C
 # of figure5 runs in CPU worker processes whatever DEVICE says
 ON := $(if $(DEVICE),device=$(DEVICE))
 SWEEP := $(if $(filter 1 true yes,$(DRY_RUN)),$(DRY),hydra/launcher=local2 hydra.launcher.n_jobs=$(JOBS)) $(ON)

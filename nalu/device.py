@@ -1,4 +1,4 @@
-"""Where a cell trains: ``device=cpu`` (the default), ``cuda``, ``cuda:<n>`` or ``mps``.
+"""Where a cell trains: ``device=cpu`` (the default), ``cuda`` or ``cuda:<n>``.
 
 Models are built and initialised on the CPU, and data are drawn on the CPU from the same seeded
 generators, whatever the device; both are then moved. So a seed starts from the same weights and
@@ -17,13 +17,13 @@ from torch import Tensor
 from nalu.errors import ConfigError
 
 T = TypeVar("T")
-FORMS = "cpu, cuda, cuda:<n>, mps"
+FORMS = "cpu, cuda, cuda:<n>"
 
 
 def resolve(name: str) -> torch.device:
     """The torch device ``name`` names, or a one-line ConfigError if it is malformed or absent here."""
     name = str(name)
-    if not re.fullmatch(r"cpu|cuda(:\d+)?|mps", name):
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", name):
         raise ConfigError(f"unknown device '{name}'; valid: {FORMS}")
     device = torch.device(name)
     if device.type == "cuda":
@@ -32,8 +32,6 @@ def resolve(name: str) -> torch.device:
                               f"built for CUDA {torch.version.cuda or 'none'}); use device=cpu")  # fmt: skip
         if device.index is not None and device.index >= torch.cuda.device_count():
             raise ConfigError(f"device={name}, but this machine has {torch.cuda.device_count()} CUDA device(s)")
-    if device.type == "mps" and not torch.backends.mps.is_available():
-        raise ConfigError(f"device={name}, but MPS is not available here; use device=cpu")
     return device
 
 
