@@ -4,7 +4,8 @@
 
 A target is up to date when every cell of its sweeps is complete and was made by its current config
 and code (``make <target> DRY_RUN=1`` asks each cell, running nothing), its outputs in ``results/``
-are the ones it last wrote, and the table builders and the paper's values have not changed since.
+are the ones it last wrote, and the table builders, the paper's values and the target's recipe in
+the Makefile have not changed since.
 Other targets run through their own make target, so a half-done one resumes where it stopped.
 Each target's output goes to ``multirun/.reproduce/<target>.log``; the console shows one line per
 target, and at the end a summary (also ``multirun/.reproduce/summary.md``): each target, its wall
@@ -55,9 +56,22 @@ def digest_files(paths: list[Path]) -> dict[str, str]:
     return {p.relative_to(ROOT).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in sorted(paths)}
 
 
-def builders() -> dict[str, str]:
-    """What turns finished cells into results/: the table code and the paper's values."""
-    return digest_files([*(ROOT / "nalu" / "tables").glob("*.py"), *(ROOT / "results" / "paper").glob("*.csv")])
+def recipe(target: Target) -> str:
+    """The target's rule in the Makefile: its line (less the help text) and its commands."""
+    lines = (ROOT / "Makefile").read_text().splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith(f"{target.make}:")), None)
+    if start is None:
+        raise SystemExit(f"error: the Makefile has no target {target.make}")
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("\t")), len(lines))
+    return "\n".join([lines[start].split("##")[0].rstrip(), *lines[start + 1 : end]])
+
+
+def builders(target: Target) -> dict[str, str]:
+    """What turns finished cells into results/: the table code (and the scoring it uses), the
+    paper's values and the target's recipe."""
+    code = [*(ROOT / "nalu" / "tables").glob("*.py"), ROOT / "nalu" / "scoring.py",
+            *(ROOT / "results" / "paper").glob("*.csv")]  # fmt: skip
+    return {**digest_files(code), "Makefile": hashlib.sha256(recipe(target).encode()).hexdigest()[:16]}
 
 
 def cell_status(target: Target) -> tuple[int, list[str]]:
@@ -79,7 +93,7 @@ def up_to_date(target: Target, stamp: dict | None) -> tuple[bool, int, str]:
         return False, cells, f"{len(stale)} of {cells} cells to run"
     if not all(p.exists() for p in outputs):
         return False, cells, "outputs missing"
-    if not stamp or stamp.get("builders") != builders() or stamp.get("outputs") != digest_files(outputs):
+    if not stamp or stamp.get("builders") != builders(target) or stamp.get("outputs") != digest_files(outputs):
         return False, cells, "tables to rebuild"
     return True, cells, ""
 
@@ -143,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((t, "up to date" if skip else "to run", last))
             continue
         print(f"{head} running ({why}); log: {(STATE / f'{t.name}.log').relative_to(ROOT)}", flush=True)
-        made_by = builders()  # before the run: the table code that builds its outputs
+        made_by = builders(t)  # before the run: the table code that builds its outputs
         rc, wall = run(t, head, cells, a.jobs)
         if rc != 0:
             print(f"\r{head} FAILED after {clock(wall)} (exit {rc}); see its log")
