@@ -8,6 +8,7 @@ A sweep (``-m``) writes each cell to ``multirun/<name>/<overrides>/``; rerunning
 skips every cell whose ``metrics.json`` is complete and was made by the same config and the same
 code (``nalu.provenance``), and redoes cells that are missing, half-written or out of date.
 ``dry_run=true`` only reports, per cell, whether it is up to date (one ``status:`` line each).
+A task may define ``check(cfg)``: refusals the runner asks before the cell's files are touched.
 """
 
 from __future__ import annotations
@@ -92,12 +93,25 @@ def cell_name(cfg: DictConfig) -> str:
     return cell_path(cfg.task.cell_name, cfg.model.name, cfg.task.get("uses_model", True))
 
 
+def full_float32() -> None:
+    """No TensorFloat-32 on CUDA: matmuls and convolutions in full float32, as on the CPU (torch
+    lets cuDNN convolutions, the MNIST encoder's, round to TF32's 10-bit mantissa by default)."""
+    # imported here: run as ``python -m nalu.run``, this module is __main__, whose functions the
+    # submitit launcher pickles by value, and a global reference to torch's backend modules fails
+    from torch.backends import cuda, cudnn
+
+    if hasattr(cuda.matmul, "fp32_precision"):  # the API of torch >= 2.9; the two must not be mixed
+        cuda.matmul.fp32_precision = cudnn.conv.fp32_precision = cudnn.rnn.fp32_precision = "ieee"
+    else:
+        cuda.matmul.allow_tf32 = cudnn.allow_tf32 = False
+
+
 def run_job(cfg: DictConfig, out_dir: Path) -> dict | None:
     """Run one cell into ``out_dir``; return its metrics, or None if it was already complete."""
     with open_dict(cfg):
         cfg.seeds = resolve_seeds(OmegaConf.to_object(cfg.seeds) if OmegaConf.is_list(cfg.seeds)
                                   else cfg.seeds)  # fmt: skip
-    devices.resolve(cfg.device)  # a bad or absent device fails here, in one line, before any work
+    device = devices.resolve(cfg.device)  # a bad or absent device fails here, in one line, before any work
     digest = config_hash(cfg)
     name = cell_name(cfg)
     reason = "force=true" if cfg.force else out_of_date(out_dir, digest)
@@ -113,7 +127,11 @@ def run_job(cfg: DictConfig, out_dir: Path) -> dict | None:
     torch.set_num_threads(cfg.threads)
     torch.set_flush_denormal(bool(cfg.get("flush_denormal", True)))
     torch.manual_seed(0)  # nothing should draw from the global generator; pin it anyway
+    if device.type == "cuda":
+        full_float32()
     task = importlib.import_module(f"tasks.{cfg.task.name}")
+    if hasattr(task, "check"):
+        task.check(cfg)  # refusals known before any work, before the logger touches the cell's files
     wandb_cfg = OmegaConf.to_container(cfg.logger) if cfg.logger.name == "wandb" else None
     log = RunLogger(out_dir, name, list(cfg.seeds), group=cfg.name, wandb_cfg=wandb_cfg,
                     config=OmegaConf.to_container(cfg, resolve=True))  # fmt: skip

@@ -68,6 +68,10 @@ def evaluate(agent: a3c.Agent, env_cfg: dict, commands: list[int], episodes: int
 
 
 def check(cfg: DictConfig) -> None:
+    """Refuse settings the A3C cannot train with (the runner asks before it touches the cell)."""
+    if cfg.device != "cpu":
+        raise ConfigError(f"device={cfg.device}: the A3C of gridworld_time trains in CPU worker processes "
+                          "(shared-memory weights), so it runs on the CPU only; use device=cpu")  # fmt: skip
     t = cfg.task
     check_choice("agent", t.agent, AGENTS)
     if cfg.optimizer.get("_target_") != "torch.optim.Adam":
@@ -120,9 +124,6 @@ def load_agent(run_dir: Path) -> tuple[a3c.Agent, dict, list[int]]:
 
 
 def run(cfg: DictConfig, log) -> dict:
-    if cfg.device != "cpu":
-        raise ConfigError(f"device={cfg.device}: the A3C of gridworld_time trains in CPU worker processes "
-                          "(shared-memory weights), so it runs on the CPU only; use device=cpu")  # fmt: skip
     seeds, t = list(cfg.seeds), cfg.task
     settings = a3c_settings(cfg)
     agent, summary = a3c.train(settings, seeds, log=log.metrics, progress=cfg.progress, desc=log.name)

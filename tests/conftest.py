@@ -76,6 +76,8 @@ class Stepped(Exception):
 def on_meta(task_run, cfg, monkeypatch) -> None:
     """Run a task's real ``run(cfg, log)`` with the device resolved to ``meta``, and in place of
     training one step (loss, backward, Adam, regularisers, post-step actions) and one evaluation.
+    The step is the budget's last, where ramped regularisers are on. Not covered: ``fit``'s own
+    bookkeeping and the scoring after it (``tests/test_device.py`` runs whole cells on CUDA where it exists).
 
     The meta device stands in for a GPU here: tensors on it carry shapes but no data. Since some
     meta kernels (matmul) accept a CPU operand where CUDA would refuse it, every op of the step also
@@ -97,18 +99,19 @@ def on_meta(task_run, cfg, monkeypatch) -> None:
         x, y = (t.to(meta) for t in problem.batch())
         loss = (model(x) - y).square().flatten(1).mean(1)
         assert loss.device == meta
-        regularized = [m.regularizer(1, loss.detach()) for m in model.modules() if hasattr(m, "regularizer")]
+        regularized = [m.regularizer(last, loss.detach()) for m in model.modules() if hasattr(m, "regularizer")]
         (loss + sum(regularized)).sum().backward()
         optimizer.step()
         for m in model.modules():
             if hasattr(m, "after_step"):
-                m.after_step(1, loss.detach())
+                m.after_step(last, loss.detach())
         with torch.no_grad():
             metrics = problem.evaluate(model)
         assert metrics and all(v.device == meta for v in metrics.values()), {k: v.device for k, v in metrics.items()}
         raise Stepped
 
     cfg.seeds = list(range(cfg.seeds))  # (the runner's job)
+    last = cfg.task.steps
     if "fused" in cfg.optimizer:
         cfg.optimizer.fused = False  # fused Adam has no meta kernel (it has CPU and CUDA ones)
     monkeypatch.setattr(devices, "resolve", lambda name: meta)

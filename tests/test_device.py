@@ -64,9 +64,56 @@ def test_program_evaluation_runs_on_the_model_device(model, monkeypatch):
     on_meta(program_eval.run, compose(["task=program_eval", f"model={model}", *TINY]), monkeypatch)
 
 
-def test_gridworld_refuses_a_device_other_than_the_cpu():
-    from tasks import gridworld_time
+def test_gridworld_refuses_a_gpu_before_touching_its_cell(tmp_path, monkeypatch):
+    """The A3C runs on the CPU only, and says so before the logger rewrites the cell's history."""
+    import nalu.run
 
-    cfg = compose(["task=gridworld_time", "device=cuda"])
+    monkeypatch.setattr(devices, "resolve", lambda name: torch.device("cuda"))  # as on a GPU machine
+    monkeypatch.setattr(nalu.run, "full_float32", lambda: None)
+    (tmp_path / "history.csv").write_text("step,seed,metric,value\n7,0,reward,1.0\n")
+    cfg = compose(["task=gridworld_time", "device=cuda", "progress=false"])
     with pytest.raises(ConfigError, match="runs on the CPU only"):
-        gridworld_time.run(cfg, log=None)
+        nalu.run.run_job(cfg, tmp_path)
+    assert (tmp_path / "history.csv").read_text().endswith("7,0,reward,1.0\n")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("args", [
+    ["task=static_arithmetic", "model=nalu", *TINY_ARITHMETIC],
+    ["task=recurrent_arithmetic", "model=lstm", *TINY_ARITHMETIC],
+    ["task=static_arithmetic", "model=inalu", "model.reinit=true", "model.reinit_every=10",
+     "model.reinit_window=10", *TINY_ARITHMETIC],
+    ["task=identity", "model=mlp", *TINY_IDENTITY],
+    ["task=translation", "model=lstm_nalu", *TINY],
+    ["task=program_eval", "model=dnc_nalu", *TINY],
+])  # fmt: skip
+def test_tiny_cells_train_on_cuda_as_on_the_cpu(args, workdir):
+    """On a GPU machine: the whole pipeline (training, post-training scoring) runs on CUDA, and its
+    numbers match the CPU's closely (not bit for bit: other kernels, other rounding)."""
+    import json
+
+    from tests.conftest import cli
+
+    out = {}
+    for device in ("cpu", "cuda"):
+        cli(["-m", "nalu.run", *args, f"device={device}", f"hydra.run.dir=run_{device}"], workdir)
+        out[device] = json.loads((workdir / f"run_{device}" / "metrics.json").read_text())["members"]
+    for cpu, gpu in zip(out["cpu"], out["cuda"], strict=True):
+        for key, value in cpu["final"].items():
+            assert gpu["final"][key] == pytest.approx(value, rel=1e-2, abs=1e-4, nan_ok=True), key
+
+
+def test_full_float32_turns_tensorfloat32_off():
+    """What the runner does for a CUDA cell: no TF32 in matmuls, convolutions or cuDNN RNNs."""
+    from torch.backends import cuda, cudnn
+
+    import nalu.run
+
+    if not hasattr(cuda.matmul, "fp32_precision"):
+        pytest.skip("torch < 2.9: the legacy allow_tf32 flags")
+    saved = (cuda.matmul.fp32_precision, cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision)
+    try:
+        nalu.run.full_float32()
+        assert (cuda.matmul.fp32_precision, cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision) == ("ieee",) * 3
+    finally:
+        cuda.matmul.fp32_precision, cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision = saved
