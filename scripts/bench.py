@@ -1,6 +1,6 @@
 """Throughput of the real training loop (``nalu.train.fit``), printed as member-steps per second.
 
-    make bench        (or: python scripts/bench.py [--steps N])
+    make bench [DEVICE=cuda]      (or: python scripts/bench.py [--steps N] [--device cuda])
 
 A member-step is one optimiser step of one seed. Batching seeds pays when 10 members cost much
 less than 10 times one member: the suite's target is at least 4x the single-member throughput.
@@ -16,6 +16,7 @@ import torch
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
+from nalu import device as devices
 from nalu.cell import build_model, model_factory
 from nalu.ensemble import init_members
 from nalu.run import CONFIG_DIR
@@ -25,7 +26,7 @@ from tasks.identity import IdentityProblem
 from tasks.mnist_data import raw_dir
 
 
-def throughput(overrides: list[str], members: int, steps: int) -> float:
+def throughput(overrides: list[str], members: int, steps: int, device: torch.device) -> float:
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
         cfg = compose("config", overrides + ["task.test_samples=100", "task.extrapolation_samples=10"]
                       if "task=identity" not in overrides else overrides)  # fmt: skip
@@ -37,6 +38,8 @@ def throughput(overrides: list[str], members: int, steps: int) -> float:
         problem, in_features = ArithmeticProblem(cfg.task, seeds, recurrent), cfg.task.input_size
     model = build_model(model_factory(cfg.model), in_features, 1, members, recurrent)
     init_members(model, seeds)
+    model.to(device)
+    problem.to(device)
     opt = instantiate(cfg.optimizer)(model.parameters())
     fit(model, problem, opt, steps=20, eval_every=10**9, progress=False)  # warm up
     start = time.perf_counter()
@@ -44,7 +47,7 @@ def throughput(overrides: list[str], members: int, steps: int) -> float:
     return members * steps / (time.perf_counter() - start)
 
 
-def mnist_images_per_second(members: int, steps: int) -> float | None:
+def mnist_images_per_second(members: int, steps: int, device: torch.device) -> float | None:
     """Training throughput of encoder + recurrent NAC core on MNIST counting series."""
     from tasks import mnist_series
 
@@ -57,6 +60,8 @@ def mnist_images_per_second(members: int, steps: int) -> float | None:
     problem = mnist_series.SeriesProblem(cfg.task, seeds, Path("data"))
     model = build_model(mnist_series.factory_for(cfg), 28 * 28, 10, members, True)
     init_members(model, seeds)
+    model.to(device)
+    problem.to(device)
     opt = instantiate(cfg.optimizer)(model.parameters())
     fit(model, problem, opt, steps=5, eval_every=10**9, progress=False)
     start = time.perf_counter()
@@ -79,9 +84,14 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--steps", type=int, default=2000)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--device", default="cpu", help="cpu or cuda[:n]; the A3C runs on the CPU regardless")
     a = p.parse_args()
+    try:
+        device = devices.resolve(a.device)
+    except ValueError as e:
+        p.error(str(e))
     torch.set_num_threads(a.threads)
-    print(f"torch {torch.__version__}, {a.threads} thread(s), {a.steps} steps per measurement")
+    print(f"torch {torch.__version__}, device {device}, {a.threads} thread(s), {a.steps} steps per measurement")
     cases = [
         ("static NALU (batch 128, input 100, hidden 2)",
          ["task=static_arithmetic", "model=nalu", "task.op=mul"], (1, 10)),
@@ -96,13 +106,13 @@ def main() -> None:
     ]  # fmt: skip
     for name, overrides, (m1, mn) in cases:
         steps = a.steps if "static" in name or "identity" in name else a.steps // 5
-        one = throughput(overrides, m1, steps)
-        many = throughput(overrides, mn, steps)
+        one = throughput(overrides, m1, steps, device)
+        many = throughput(overrides, mn, steps, device)
         print(f"{name}:\n  {m1:>3} member : {one:>9,.0f} member-steps/s"
               f"\n  {mn:>3} members: {many:>9,.0f} member-steps/s  ({many / one:.1f}x)")  # fmt: skip
     print("MNIST counting, encoder + recurrent NAC (50 series x 10 digits per step), training:")
     for members in (1, 3):
-        ips = mnist_images_per_second(members, max(a.steps // 40, 5))
+        ips = mnist_images_per_second(members, max(a.steps // 40, 5), device)
         if ips is None:
             print("  skipped: no MNIST in data/ (run `make data`)")
             break
