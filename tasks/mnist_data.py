@@ -181,6 +181,27 @@ class Splits:
     test: tuple
 
 
+class DigitsProblem:
+    """What the MNIST tasks share: the three splits as attributes, and a ``to`` that moves them
+    with the index tensors a subclass sets (``val_index``, ``test_index``)."""
+
+    ON_DEVICE = ("train_images", "train_labels", "val_images", "val_labels", "test_images", "test_labels",
+                 "val_index", "test_index")  # fmt: skip
+
+    def __init__(self, data_root: Path, validation_images: int):
+        splits = load_splits(data_root, validation_images)
+        self.train_images, self.train_labels = splits.train
+        self.val_images, self.val_labels = splits.validation
+        self.test_images, self.test_labels = splits.test
+
+    def to(self, device):
+        from nalu.device import move
+
+        for name in self.ON_DEVICE:
+            setattr(self, name, move(getattr(self, name), device))
+        return self
+
+
 def load_splits(root: Path, validation_images: int) -> Splits:
     """The MNIST training set cut into train + held-out validation, and the test set."""
     from torchvision.datasets import MNIST

@@ -30,7 +30,6 @@ from torch import Tensor, nn
 from baselines.constrained import ConstrainedLinear
 from baselines.convnet import DigitEncoder, OverDigits
 from nalu.cell import train_cell
-from nalu.device import move
 from nalu.ensemble import in_chunks
 from nalu.errors import ConfigError, check_choice
 from nalu.scoring import rounded
@@ -41,27 +40,18 @@ from tasks import mnist_data
 TARGETS = ("odd_count", "sum")
 
 
-class ParityProblem:
+class ParityProblem(mnist_data.DigitsProblem):
     def __init__(self, cfg: DictConfig, seeds: list[int], data_root: Path):
         self.members, self.batch_size, self.k = len(seeds), cfg.batch_size, cfg.digits
         self.odd = check_choice("parity target", cfg.target, TARGETS) == "odd_count"
         if self.k < 1:
             raise ConfigError(f"digits must be >= 1, got {self.k}")
-        splits = mnist_data.load_splits(data_root, cfg.validation_images)
-        self.train_images, self.train_labels = splits.train
-        self.val_images, self.val_labels = splits.validation
-        self.test_images, self.test_labels = splits.test
+        super().__init__(data_root, cfg.validation_images)
         self.gen = generator("mnist_parity", "train_data", cfg.data_seed)
         g_val, g_test = generator("mnist_parity", "val"), generator("mnist_parity", "test")
         self.val_index = torch.randint(0, len(self.val_images), (cfg.validation_samples, self.k), generator=g_val)
         self.test_index = torch.randint(0, len(self.test_images), (cfg.test_samples, self.k),
                                         generator=g_test)  # fmt: skip
-
-    def to(self, device: torch.device) -> ParityProblem:
-        for name in ("train_images", "train_labels", "val_images", "val_labels", "test_images", "test_labels",
-                     "val_index", "test_index"):  # fmt: skip
-            setattr(self, name, move(getattr(self, name), device))
-        return self
 
     def target(self, labels: Tensor) -> Tensor:
         """What ``s`` is trained to output for digit labels ``[N, digits]``: ``[N]``."""

@@ -25,7 +25,6 @@ from torch.nn import functional as F
 
 from baselines.convnet import DigitEncoder, OverDigits
 from nalu.cell import model_factory, train_cell
-from nalu.device import move
 from nalu.ensemble import in_chunks
 from nalu.errors import check_choice
 from nalu.seeding import generator
@@ -35,24 +34,15 @@ from tasks import mnist_data
 OUTPUTS = {"counting": 10, "addition": 1}
 
 
-class SeriesProblem:
+class SeriesProblem(mnist_data.DigitsProblem):
     def __init__(self, cfg: DictConfig, seeds: list[int], data_root: Path):
         self.kind = check_choice("series task", cfg.kind, OUTPUTS)
         self.members, self.batch_size, self.length = len(seeds), cfg.batch_size, cfg.length
-        splits = mnist_data.load_splits(data_root, cfg.validation_images)
-        self.train_images, self.train_labels = splits.train
-        self.val_images, self.val_labels = splits.validation
-        self.test_images, self.test_labels = splits.test
+        super().__init__(data_root, cfg.validation_images)
         self.gen = generator("mnist_series", "train_data", cfg.data_seed)
         self.val_index = self._series(len(self.val_images), cfg.validation_series, self.length, "val")
         self.test_index = {int(L): self._series(len(self.test_images), int(n), int(L), f"test{L}")
                            for L, n in cfg.test_series.items()}  # fmt: skip
-
-    def to(self, device: torch.device) -> SeriesProblem:
-        for name in ("train_images", "train_labels", "val_images", "val_labels", "test_images", "test_labels",
-                     "val_index", "test_index"):  # fmt: skip
-            setattr(self, name, move(getattr(self, name), device))
-        return self
 
     @staticmethod
     def _series(pool: int, n: int, length: int, name: str) -> Tensor:
