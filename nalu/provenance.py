@@ -34,7 +34,21 @@ def source_digest(path: Path) -> str:
                 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
                 and isinstance(body[0].value.value, str)):  # fmt: skip
             node.body = body[1:] or [ast.Pass()]
-    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()[:16]
+    return hashlib.sha256(canonical(tree).encode()).hexdigest()[:16]
+
+
+def canonical(node) -> str:
+    """A syntax tree as text: each node's type and its fields, leaving out empty ones (``None``,
+    ``[]``). Not ``ast.dump``, whose output changes between Python versions (3.13 stopped writing
+    empty fields; 3.12 added ``type_params``), which would make every finished cell look stale
+    to a new Python; this text is the same for the same source on every Python the suite supports."""
+    if isinstance(node, ast.AST):
+        fields = (f"{k}={canonical(v)}" for k, v in ast.iter_fields(node)
+                  if v is not None and not (isinstance(v, list) and not v))  # fmt: skip
+        return f"{type(node).__name__}({', '.join(fields)})"
+    if isinstance(node, list):
+        return f"[{', '.join(canonical(x) for x in node)}]"
+    return repr(node)
 
 
 def tracked_sources() -> dict[str, Path]:

@@ -93,6 +93,19 @@ def test_code_digest_ignores_comments_and_docstrings_but_not_code(tmp_path):
     assert digest("def f(x):\n    return x + 2\n") != base
 
 
+def test_code_digest_text_leaves_out_empty_fields():
+    """The digested text is ours, not ``ast.dump``'s (whose empty-field defaults differ between
+    Pythons): the same on every supported version, and it still tells apart what the code does."""
+    import ast
+
+    from nalu.provenance import canonical
+
+    assert canonical(ast.parse("def f(x):\n    return x + 1\n")) == (
+        "Module(body=[FunctionDef(name='f', args=arguments(args=[arg(arg='x')]), "
+        "body=[Return(value=BinOp(left=Name(id='x', ctx=Load()), op=Add(), right=Constant(value=1)))])])")
+    assert canonical(ast.parse("f(None, [])")) != canonical(ast.parse("f()"))
+
+
 def test_only_modules_that_make_numbers_can_invalidate_a_cell():
     from nalu.provenance import changed, snapshot
 
