@@ -80,7 +80,9 @@ def snapshot() -> dict[str, str]:
 
 
 def imported(digests: dict[str, str]) -> dict[str, str]:
-    """The entries of ``digests`` whose module this process has imported: the code a cell ran."""
+    """The entries of ``digests`` whose module this process has imported: the code a cell ran.
+    A process that ran another task first (a reused worker) has that task's modules too, so a
+    cell may record more than it ran: an edit there redoes it needlessly, never skips a change."""
     loaded = set()
     for module in list(sys.modules.values()):
         f = getattr(module, "__file__", None)
