@@ -3,7 +3,8 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# cells run two at a time (one torch thread each); JOBS=1 runs them one by one
+# groups run two at a time (one torch thread each); JOBS=1 runs them one by one. A group is the
+# cells of a sweep that train as one batched model (hydra/launcher=fused: one model over all ops)
 JOBS ?= 2
 # DRY_RUN=1: every sweep only reports which of its cells are up to date, and no table is built
 # (scripts/reproduce_all.py asks each target this way)
@@ -13,7 +14,7 @@ DRY := $(if $(filter 1 true yes,$(DRY_RUN)),dry_run=true progress=false hydra/jo
 # DEVICE=cuda (or cuda:1): every sweep but figure5's trains there (README, "On a GPU"); the A3C
 # of figure5 runs in CPU worker processes whatever DEVICE says
 ON := $(if $(DEVICE),device=$(DEVICE))
-SWEEP := $(if $(filter 1 true yes,$(DRY_RUN)),$(DRY),hydra/launcher=local2 hydra.launcher.n_jobs=$(JOBS)) $(ON)
+SWEEP := $(if $(filter 1 true yes,$(DRY_RUN)),$(DRY),hydra/launcher=fused hydra.launcher.n_jobs=$(JOBS)) $(ON)
 export WANDB_MODE ?= offline
 
 .PHONY: help install data test bench reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-units clean

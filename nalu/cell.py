@@ -58,10 +58,13 @@ def summarise(result: FitResult, seeds: list[int]) -> list[dict]:
 def train_cell(
     cfg: DictConfig, problem: Problem, in_features: int, out_features: int, recurrent: bool,
     log, select: str | None, factory: Callable[..., nn.Module] | None = None,
+    seeds: list[int] | None = None,
 ) -> tuple[dict, FitResult]:  # fmt: skip
-    """Build ``cfg.model`` (or ``factory``, a task's own composite) for every seed in
-    ``cfg.seeds``, train it on ``problem`` on ``cfg.device``, and summarise each seed."""
-    seeds = list(cfg.seeds)
+    """Build ``cfg.model`` (or ``factory``, a task's own composite) for every seed in ``seeds``
+    (default ``cfg.seeds``; a fused group passes every member's), train it on ``problem`` on
+    ``cfg.device``, and summarise each seed. ``log.checkpoint``, where the runner set one, is
+    where the training saves its state and resumes from."""
+    seeds = list(cfg.seeds) if seeds is None else seeds
     device = devices.resolve(cfg.device)
     factory = factory or model_factory(cfg.model)
     model = build_model(factory, in_features, out_features, len(seeds), recurrent)
@@ -72,10 +75,12 @@ def train_cell(
     result = fit(
         model, problem, optimizer, steps=cfg.task.steps, eval_every=cfg.task.eval_every,
         select=select, log=log.metrics, progress=cfg.progress, desc=log.name,
+        checkpoint=getattr(log, "checkpoint", None),
     )  # fmt: skip
     summary = {
         "steps": result.steps,
         "train_wall_s": round(result.wall_s, 2),
+        "resumed_from": result.resumed_from,
         "parameters_per_member": sum(p[0].numel() for p in model.parameters()),
         "members": summarise(result, seeds),
     }

@@ -27,12 +27,18 @@ class RunLogger:
         group: str,
         wandb_cfg: dict | None = None,
         config: dict | None = None,
+        resume: bool = False,
     ):
+        """``resume``: the run picks up from a checkpoint, so the history it logged so far is
+        kept (``rewind`` then cuts it back to the checkpoint's step)."""
         self.name, self.seeds, self.out_dir = name, seeds, out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
-        self._file = open(out_dir / "history.csv", "w", newline="")
-        self._csv = csv.writer(self._file)
-        self._csv.writerow(["step", "seed", "metric", "value"])
+        self._path = out_dir / "history.csv"
+        if resume and self._path.exists():
+            self._open("a")
+        else:
+            self._open("w")
+            self._csv.writerow(["step", "seed", "metric", "value"])
         self._wandb_runs: list = []
         if wandb_cfg:
             self._open_wandb(wandb_cfg, group, config or {})
@@ -48,6 +54,21 @@ class RunLogger:
                 job_type=self.name, name=f"{self.name}/seed{seed}", mode=mode,
                 dir=str(self.out_dir), config={**config, "seed": seed}, reinit="create_new",
             ))  # fmt: skip
+
+    def _open(self, mode: str) -> None:
+        self._file = open(self._path, mode, newline="")
+        self._csv = csv.writer(self._file)
+
+    def rewind(self, step: int) -> None:
+        """Drop the rows logged after ``step`` (a run resumed from its checkpoint at ``step``
+        logs them again)."""
+        self._file.close()
+        with open(self._path, newline="") as f:
+            rows = list(csv.reader(f))
+        kept = [rows[0], *(r for r in rows[1:] if r and r[0].isdigit() and int(r[0]) <= step)]
+        with open(self._path, "w", newline="") as f:
+            csv.writer(f).writerows(kept)
+        self._open("a")
 
     def metrics(self, step: int, metrics: dict[str, Tensor]) -> None:
         for i, seed in enumerate(self.seeds):

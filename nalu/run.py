@@ -17,6 +17,7 @@ import hashlib
 import importlib
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import hydra
@@ -29,10 +30,12 @@ from nalu.errors import ConfigError, exit_with
 from nalu.io import read_json, write_json_atomic
 from nalu.loggers import RunLogger
 from nalu.provenance import changed, imported, snapshot
+from nalu.train import Checkpoint
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 # config keys that do not change results: a cell made with other values of these is still valid
-NOT_HASHED = ("logger", "progress", "force", "threads", "name", "data_dir", "flush_denormal", "dry_run")
+NOT_HASHED = ("logger", "progress", "force", "threads", "name", "data_dir", "flush_denormal", "dry_run",
+              "checkpoint_every_s")
 
 
 def config_hash(cfg: DictConfig) -> str:
@@ -46,7 +49,7 @@ def out_of_date(out_dir: Path, cfg_hash: str) -> str | None:
     """Why the cell in ``out_dir`` must be (re)made, or None if it is complete and up to date."""
     m = read_json(out_dir / "metrics.json")
     if not (m and m.get("complete")):
-        return "not run yet" if m is None else "half-written"
+        return "not run yet" if m is None and not (out_dir / "metrics.json").exists() else "half-written"
     if m.get("config_hash") != cfg_hash:
         return "its config changed"
     if "code" not in m:
@@ -106,12 +109,22 @@ def full_float32() -> None:
         cuda.matmul.allow_tf32 = cudnn.allow_tf32 = False
 
 
-def run_job(cfg: DictConfig, out_dir: Path) -> dict | None:
-    """Run one cell into ``out_dir``; return its metrics, or None if it was already complete."""
+@dataclass
+class Cell:
+    """A cell the runner is to make: its config, folder, config digest and name."""
+
+    cfg: DictConfig
+    out_dir: Path
+    digest: str
+    name: str
+
+
+def prepare(cfg: DictConfig, out_dir: Path) -> Cell | None:
+    """Resolve and check ``cfg``; None if the cell is up to date (or this is a dry run)."""
     with open_dict(cfg):
         cfg.seeds = resolve_seeds(OmegaConf.to_object(cfg.seeds) if OmegaConf.is_list(cfg.seeds)
                                   else cfg.seeds)  # fmt: skip
-    device = devices.resolve(cfg.device)  # a bad or absent device fails here, in one line, before any work
+    devices.resolve(cfg.device)  # a bad or absent device fails here, in one line, before any work
     digest = config_hash(cfg)
     name = cell_name(cfg)
     reason = "force=true" if cfg.force else out_of_date(out_dir, digest)
@@ -122,42 +135,135 @@ def run_job(cfg: DictConfig, out_dir: Path) -> dict | None:
     if reason is None:
         print(f"skip {name}: complete in {out_dir}", file=sys.stderr)
         return None
-    code = snapshot()  # before the task's modules load: the code this cell runs
+    return Cell(cfg, out_dir, digest, name)
 
+
+def task_module(cfg: DictConfig):
+    return importlib.import_module(f"tasks.{cfg.task.name}")
+
+
+def group_key(cfg: DictConfig) -> str:
+    """Cells with the same key may train as one batched model (``hydra/launcher=fused``): the
+    same config but for the values their task's ``run_group`` lets differ (its ``FUSES``: e.g.
+    the op and the seeds of an arithmetic cell). A task without ``run_group`` never fuses."""
+    task = task_module(cfg)
+    data = OmegaConf.to_container(cfg, resolve=True)
+    data.pop("hydra", None)
+    if not hasattr(task, "run_group"):
+        return "alone:" + config_hash(OmegaConf.create(data))
+    for key in (*NOT_HASHED, *task.FUSES):
+        *path, last = key.split(".")
+        node = data
+        for part in path:
+            node = node.get(part, {})
+        node.pop(last, None)
+    return hashlib.sha256(OmegaConf.to_yaml(OmegaConf.create(data)).encode()).hexdigest()[:16]
+
+
+class GroupLog:
+    """The loggers of a group's cells behind one ``metrics``: member slices go to their cell."""
+
+    def __init__(self, logs: list[RunLogger]):
+        self.logs = logs
+        self.name = f"{logs[0].name} +{len(logs) - 1} cells"
+
+    def metrics(self, step: int, metrics: dict) -> None:
+        start = 0
+        for log in self.logs:
+            stop = start + len(log.seeds)
+            log.metrics(step, {k: v[start:stop] for k, v in metrics.items()})
+            start = stop
+
+    def rewind(self, step: int) -> None:
+        for log in self.logs:
+            log.rewind(step)
+
+
+def run_cells(pairs: list[tuple[DictConfig, Path]]) -> list[dict | None]:
+    """Make every cell of ``pairs`` (config, folder) that is not up to date; together, as one
+    batched model, where there are several (their task's ``run_group``; the fused launcher
+    hands only cells of one ``group_key`` here). Returns each cell's metrics, None if skipped."""
+    cells = [prepare(cfg, out_dir) for cfg, out_dir in pairs]
+    todo = [c for c in cells if c is not None]
+    if not todo:
+        return [None] * len(pairs)
+    cfg = todo[0].cfg
+    code = snapshot()  # before the task's modules load: the code these cells run
     torch.set_num_threads(cfg.threads)
     torch.set_flush_denormal(bool(cfg.get("flush_denormal", True)))
     torch.manual_seed(0)  # nothing should draw from the global generator; pin it anyway
-    if device.type == "cuda":
+    if devices.resolve(cfg.device).type == "cuda":
         full_float32()
-    task = importlib.import_module(f"tasks.{cfg.task.name}")
-    if hasattr(task, "check"):
-        task.check(cfg)  # refusals known before any work, before the logger touches the cell's files
-    wandb_cfg = OmegaConf.to_container(cfg.logger) if cfg.logger.name == "wandb" else None
-    log = RunLogger(out_dir, name, list(cfg.seeds), group=cfg.name, wandb_cfg=wandb_cfg,
-                    config=OmegaConf.to_container(cfg, resolve=True))  # fmt: skip
+    task = task_module(cfg)
+    for c in todo:
+        if hasattr(task, "check"):
+            task.check(c.cfg)  # refusals known before any work, before the logger touches the cell's files
+    if len(todo) > 1 and not hasattr(task, "run_group"):
+        raise ConfigError(f"task {cfg.task.name} trains one cell at a time; {len(todo)} were given together")
+
+    key = hashlib.sha256(repr(([c.digest for c in todo], sorted(code.items()))).encode()).hexdigest()[:16]
+    checkpoint = Checkpoint(todo[0].out_dir / "checkpoint.pt", float(cfg.get("checkpoint_every_s", 600)), key)
+    resume_step = checkpoint.step()
+    logs = [open_logger(c, resume=resume_step > 0) for c in todo]
+    log = logs[0] if len(logs) == 1 else GroupLog(logs)
+    log.checkpoint, checkpoint.on_resume = checkpoint, log.rewind
+    if resume_step:
+        print(f"{log.name}: resumed from step {resume_step:,} ({checkpoint.path})", file=sys.stderr)
     start = time.perf_counter()
     try:
-        result = task.run(cfg, log)
+        results = task.run_group([c.cfg for c in todo], log) if len(todo) > 1 else [task.run(cfg, log)]
     finally:
-        log.close()
+        for lg in logs:
+            lg.close()
+    wall = time.perf_counter() - start
+    made = {id(c): finish(c, r, code, wall, [o.name for o in todo if o is not c])
+            for c, r in zip(todo, results, strict=True)}  # fmt: skip
+    checkpoint.remove()
+    return [made.get(id(c)) if c is not None else None for c in cells]
+
+
+def open_logger(cell: Cell, resume: bool) -> RunLogger:
+    cfg = cell.cfg
+    wandb_cfg = OmegaConf.to_container(cfg.logger) if cfg.logger.name == "wandb" else None
+    return RunLogger(cell.out_dir, cell.name, list(cfg.seeds), group=cfg.name, wandb_cfg=wandb_cfg,
+                     config=OmegaConf.to_container(cfg, resolve=True), resume=resume)  # fmt: skip
+
+
+def finish(cell: Cell, result: dict, code: dict, wall_s: float, fused_with: list[str]) -> dict:
+    """Write the cell's ``metrics.json`` atomically and say where it is."""
+    cfg = cell.cfg
     metrics = {
         "complete": True,
-        "config_hash": digest,
-        "cell": name,
+        "config_hash": cell.digest,
+        "cell": cell.name,
         "task": cfg.task.name,
         "model": cfg.model.name,
         "name": cfg.name,
         "seeds": list(cfg.seeds),
-        "wall_s": round(time.perf_counter() - start, 2),
+        "wall_s": round(wall_s, 2),
         "code": imported(code),
+        "fused_with": fused_with,  # the cells it trained beside, as one batched model
         **result,
         "config": OmegaConf.to_container(cfg, resolve=True),
     }
-    write_json_atomic(out_dir / "metrics.json", metrics)
+    write_json_atomic(cell.out_dir / "metrics.json", metrics)
     n_div = sum(m.get("diverged", False) for m in metrics.get("members", []))
-    print(f"done {name}: {len(cfg.seeds)} seeds, {n_div} diverged, {metrics['wall_s']:.0f} s "
-          f"-> {out_dir / 'metrics.json'}", file=sys.stderr)  # fmt: skip
+    print(f"done {cell.name}: {len(cfg.seeds)} seeds, {n_div} diverged, {metrics['wall_s']:.0f} s "
+          f"-> {cell.out_dir / 'metrics.json'}", file=sys.stderr)  # fmt: skip
     return metrics
+
+
+def run_job(cfg: DictConfig, out_dir: Path) -> dict | None:
+    """Run one cell into ``out_dir``; return its metrics, or None if it was already complete."""
+    return run_cells([(cfg, out_dir)])[0]
+
+
+def run_group_main(pairs: list[tuple[DictConfig, Path]]) -> None:
+    """``run_cells`` with the runner's one-line errors (the fused launcher's task function)."""
+    try:
+        run_cells(pairs)
+    except ConfigError as e:
+        exit_with(e)
 
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")

@@ -9,15 +9,23 @@ regulariser or a post-step action (clamping; see ``nalu.units``) take part at ev
 
 The model may sit on any device (``nalu.device``): batches are moved to it, and the metrics
 ``fit`` returns are on the CPU.
+
+Long runs survive being killed: given a ``Checkpoint``, ``fit`` saves everything its loop
+depends on (weights, optimiser, best-step weights and values, divergence, the loss sums, every
+random generator of the problem and the model, torch's global generator) atomically every
+``every_s`` seconds, and a later ``fit`` with the same checkpoint resumes from there. On one
+machine the resumed run ends with the same numbers as an uninterrupted one (a test kills one).
 """
 
 from __future__ import annotations
 
 import copy
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
 import torch
 from torch import Tensor, nn
@@ -49,10 +57,57 @@ class FitResult:
     best: Metrics  # evaluated with each member's best-step weights
     best_step: Tensor  # [M], -1 where no evaluation had a finite ``select`` metric
     diverged_step: Tensor  # [M], -1 where the member never diverged
-    train_loss: Tensor  # [M], mean training loss over the last evaluation interval
+    train_loss: Tensor  # [M], the training loss of the last step
     steps: int
     wall_s: float
     best_model: nn.Module = field(repr=False)
+    resumed_from: int = 0  # the checkpoint's step, 0 for a run from scratch
+
+
+def generators(*objects: Any) -> list[torch.Generator]:
+    """Every ``torch.Generator`` held by ``objects`` and their sub-modules, as attributes or in
+    lists, in a fixed order: the random state a checkpoint must carry."""
+    found: list[torch.Generator] = []
+    for obj in objects:
+        for o in obj.modules() if isinstance(obj, nn.Module) else (obj,):
+            for value in vars(o).values():
+                for v in value if isinstance(value, list | tuple) else (value,):
+                    if isinstance(v, torch.Generator):
+                        found.append(v)
+    return found
+
+
+@dataclass
+class Checkpoint:
+    """Where ``fit`` saves its state, how often, and what the state must belong to: ``key``
+    names the run (its configs and code); a file saved under another key is ignored.
+    ``on_resume(step)`` is called when a run picks up from a saved step (e.g. to drop the
+    history logged after it)."""
+
+    path: Path
+    every_s: float = 600.0
+    key: str = ""
+    on_resume: Callable[[int], None] | None = None
+
+    def load(self) -> dict | None:
+        try:
+            state = torch.load(self.path, weights_only=False)
+        except Exception:  # missing, torn or foreign: a run from scratch
+            return None
+        return state if isinstance(state, dict) and state.get("key") == self.key else None
+
+    def step(self) -> int:
+        """The step a run would resume from (0: from scratch)."""
+        state = self.load()
+        return state["step"] if state else 0
+
+    def save(self, state: dict) -> None:
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        torch.save({**state, "key": self.key}, tmp)
+        os.replace(tmp, self.path)
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
 
 
 def fit(
@@ -66,6 +121,7 @@ def fit(
     log: Callable[[int, Metrics], None] | None = None,
     progress: bool = True,
     desc: str = "train",
+    checkpoint: Checkpoint | None = None,
 ) -> FitResult:
     start = time.perf_counter()
     M = problem.members
@@ -80,6 +136,7 @@ def fit(
     # units that regularise their weights or act after each step (see nalu.units)
     regularized = [m for m in model.modules() if hasattr(m, "regularizer")]
     post_step = [m for m in model.modules() if hasattr(m, "after_step")]
+    rngs = generators(problem, model)
 
     def evaluate(step: int) -> Metrics:
         nonlocal loss_sum, loss_count
@@ -100,11 +157,40 @@ def fit(
             log(step, metrics)
         return metrics
 
-    init = evaluate(0)
-    last_loss = torch.full((M,), float("nan"), device=dev)
-    bar = tqdm(total=steps, desc=desc, disable=not progress, mininterval=2.0, leave=False)
-    all_alive = True  # a Python copy of alive.all(), updated only when a member dies
-    for step in range(1, steps + 1):
+    def state(step: int) -> dict:
+        """Everything the rest of the loop depends on, as of the end of ``step``."""
+        return {
+            "step": step, "model": tensors(model), "best_model": tensors(best_model) if select else None,
+            "optimizer": optimizer.state_dict(), "alive": alive, "diverged_step": diverged_step,
+            "best_value": best_value, "best_step": best_step, "loss_sum": loss_sum,
+            "loss_count": loss_count, "last_loss": last_loss, "init": init,
+            "rngs": [g.get_state() for g in rngs], "torch_rng": torch.get_rng_state(),
+        }  # fmt: skip
+
+    saved = checkpoint.load() if checkpoint else None
+    first = 1
+    if saved:  # resume: the loop continues after the saved step as if it had never stopped
+        load_tensors(model, saved["model"])
+        if select:
+            load_tensors(best_model, saved["best_model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        for t, name in ((alive, "alive"), (diverged_step, "diverged_step"), (best_value, "best_value"),
+                        (best_step, "best_step"), (loss_sum, "loss_sum")):  # fmt: skip
+            t.copy_(saved[name])
+        loss_count, last_loss, init = saved["loss_count"], saved["last_loss"].to(dev), saved["init"]
+        for g, s in zip(rngs, saved["rngs"], strict=True):
+            g.set_state(s)
+        torch.set_rng_state(saved["torch_rng"])
+        first = saved["step"] + 1
+        if checkpoint.on_resume:
+            checkpoint.on_resume(saved["step"])
+    else:
+        init = evaluate(0)
+        last_loss = torch.full((M,), float("nan"), device=dev)
+    all_alive = bool(alive.all())  # a Python copy of alive.all(), updated only when a member dies
+    last_save = time.monotonic()
+    bar = tqdm(total=steps, initial=first - 1, desc=desc, disable=not progress, mininterval=2.0, leave=False)
+    for step in range(first, steps + 1):
         x, y = (t.to(dev) for t in problem.batch())
         loss_m = (model(x) - y).square().flatten(1).mean(1)
         newly_dead = ~torch.isfinite(loss_m.detach()) & alive
@@ -129,6 +215,9 @@ def fit(
         loss_count += 1
         if step % eval_every == 0 and step != steps:
             evaluate(step)
+        if checkpoint and step != steps and time.monotonic() - last_save >= checkpoint.every_s:
+            checkpoint.save(state(step))
+            last_save = time.monotonic()
         bar.update()
     bar.close()
     final = evaluate(steps)
@@ -148,4 +237,20 @@ def fit(
         steps=steps,
         wall_s=time.perf_counter() - start,
         best_model=best_model,
+        resumed_from=first - 1,
     )
+
+
+def tensors(model: nn.Module) -> dict[str, Tensor]:
+    """A model's parameters and buffers, non-persistent ones too (a unit's loss ring), copied."""
+    out = {f"p:{k}": v.detach().clone() for k, v in model.named_parameters()}
+    out.update({f"b:{k}": v.detach().clone() for k, v in model.named_buffers()})
+    return out
+
+
+def load_tensors(model: nn.Module, saved: dict[str, Tensor]) -> None:
+    with torch.no_grad():
+        for k, v in model.named_parameters():
+            v.copy_(saved[f"p:{k}"])
+        for k, v in model.named_buffers():
+            v.copy_(saved[f"b:{k}"])

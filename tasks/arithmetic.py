@@ -92,11 +92,15 @@ def check_splits(train: Split, extrap: Split, op: str) -> None:
 
 
 class ArithmeticProblem:
-    """Data and evaluation of one arithmetic cell, for all its seeds (see ``nalu.train.Problem``)."""
+    """Data and evaluation of one arithmetic cell, for all its seeds (see ``nalu.train.Problem``),
+    or of a fused group of cells that differ in their op: ``ops`` gives each member's."""
 
-    def __init__(self, cfg: DictConfig, seeds: Sequence[int], recurrent: bool):
-        self.op = check_choice("op", cfg.op, OPS)
-        self.fn = OPS[self.op][1]
+    def __init__(self, cfg: DictConfig, seeds: Sequence[int], recurrent: bool, ops: Sequence[str] | None = None):
+        self.ops = [check_choice("op", op, OPS) for op in (ops or [cfg.op] * len(seeds))]
+        if len(self.ops) != len(seeds):
+            raise ValueError(f"{len(self.ops)} ops for {len(seeds)} members")
+        self.op = self.ops[0] if len(set(self.ops)) == 1 else None
+        self.rows = {op: torch.tensor([o == op for o in self.ops]) for op in sorted(set(self.ops))}
         self.recurrent = recurrent
         self.members = len(seeds)
         self.n = cfg.input_size
@@ -104,7 +108,8 @@ class ArithmeticProblem:
         self.train = Split(cfg.interpolation.low, cfg.interpolation.high, cfg.length, 0)
         extrap = Split(cfg.extrapolation.low, cfg.extrapolation.high, cfg.extrapolation_length,
                        cfg.extrapolation_samples)  # fmt: skip
-        check_splits(self.train, extrap, self.op)
+        for op in sorted(set(self.ops)):
+            check_splits(self.train, extrap, op)
         size, overlap, _ = subset_layout(self.n, cfg.subset_ratio, cfg.overlap_ratio)
         masks = [subset_masks(self.n, size, overlap, s) for s in seeds]
         self.mask_a = torch.stack([a for a, _ in masks])  # [M, n]
@@ -121,7 +126,7 @@ class ArithmeticProblem:
         }
 
     def to(self, device: torch.device) -> ArithmeticProblem:
-        self.mask_a, self.mask_b, self.sets = move((self.mask_a, self.mask_b, self.sets), device)
+        self.mask_a, self.mask_b, self.sets, self.rows = move((self.mask_a, self.mask_b, self.sets, self.rows), device)
         return self
 
     # -- data ------------------------------------------------------------------------------
@@ -142,6 +147,15 @@ class ArithmeticProblem:
         if x.shape[0] == 1:
             return (x[0] @ mask_a.T).T, (x[0] @ mask_b.T).T
         return (x * mask_a[:, None]).sum(-1), (x * mask_b[:, None]).sum(-1)
+
+    def fn(self, a: Tensor, b: Tensor) -> Tensor:
+        """Each member's op of its operands ``[M, N]``."""
+        if self.op is not None:
+            return OPS[self.op][1](a, b)
+        out = torch.empty_like(a)
+        for op, rows in self.rows.items():
+            out[rows] = OPS[op][1](a[rows], b[rows])  # elementwise: the same values as unfused
+        return out
 
     def targets(self, x: Tensor) -> Tensor:
         return self.fn(*self.operands(x)).unsqueeze(-1)
@@ -191,12 +205,25 @@ def mse(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
     return (predict(model, x) - y).square().flatten(1).mean(1)
 
 
+# config values in which the cells of one fused group may differ (``nalu.run.group_key``)
+FUSES = ("task.op", "task.cell_name", "seeds")
+
+
 def run(cfg: DictConfig, log, recurrent: bool) -> dict:
     """Train every seed of one (model, op) cell and return its metrics (see ``nalu.run``)."""
-    seeds = list(cfg.seeds)
-    problem = ArithmeticProblem(cfg.task, seeds, recurrent)
+    return run_group([cfg], log, recurrent)[0]
+
+
+def run_group(cfgs: Sequence[DictConfig], log, recurrent: bool) -> list[dict]:
+    """Train cells that differ only in ``FUSES`` as one batched model, members = cells x seeds,
+    and return each cell's metrics. Members never interact, so a cell's seeds train as they
+    would alone, up to the rounding of matrix products of another member count."""
+    cfg = cfgs[0]
+    seeds = [s for c in cfgs for s in c.seeds]
+    ops = [c.task.op for c in cfgs for _ in c.seeds]
+    problem = ArithmeticProblem(cfg.task, seeds, recurrent, ops=ops)
     in_features = cfg.task.input_size
-    result, fitted = train_cell(cfg, problem, in_features, 1, recurrent, log, select="validation")
+    result, fitted = train_cell(cfg, problem, in_features, 1, recurrent, log, select="validation", seeds=seeds)
     threshold = problem.success_threshold(cfg.task.success.epsilon).cpu()
     sparsity = sparsity_error(fitted.best_model)
 
@@ -214,4 +241,9 @@ def run(cfg: DictConfig, log, recurrent: bool) -> dict:
         m["success_threshold"] = float(threshold[i])
         m["solved"] = bool(m["best"]["extrapolation"] < threshold[i])  # NaN: not solved
         m["sparsity_error"] = float(sparsity[i]) if sparsity is not None else None
-    return {**result, "members": members, "op": problem.op, "label": OPS[problem.op][0]}
+    out, start = [], 0
+    for c in cfgs:
+        op = check_choice("op", c.task.op, OPS)
+        out.append({**result, "members": members[start : start + len(c.seeds)], "op": op, "label": OPS[op][0]})
+        start += len(c.seeds)
+    return out

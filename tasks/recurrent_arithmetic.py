@@ -8,5 +8,12 @@ from omegaconf import DictConfig
 from tasks import arithmetic
 
 
+FUSES = arithmetic.FUSES  # what the cells of one fused group may differ in
+
+
 def run(cfg: DictConfig, log) -> dict:
     return arithmetic.run(cfg, log, recurrent=True)
+
+
+def run_group(cfgs: list[DictConfig], log) -> list[dict]:
+    return arithmetic.run_group(cfgs, log, recurrent=True)

@@ -5,5 +5,12 @@ from omegaconf import DictConfig
 from tasks import arithmetic
 
 
+FUSES = arithmetic.FUSES  # what the cells of one fused group may differ in
+
+
 def run(cfg: DictConfig, log) -> dict:
     return arithmetic.run(cfg, log, recurrent=False)
+
+
+def run_group(cfgs: list[DictConfig], log) -> list[dict]:
+    return arithmetic.run_group(cfgs, log, recurrent=False)

@@ -1,0 +1,156 @@
+"""Mid-cell checkpoints: a run killed in the middle and resumed ends as an uninterrupted one."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from nalu.cell import build_model, model_factory
+from nalu.ensemble import init_members
+from nalu.train import Checkpoint, fit
+from tasks.arithmetic import ArithmeticProblem
+
+from .conftest import ROOT, TINY_ARITHMETIC, compose
+
+STEPS, EVERY = 240, 40
+
+
+class Killed(Exception):
+    """Stands in for the process dying: raised from inside the training loop."""
+
+
+def dies_at(problem, at: int):
+    """The problem, until its ``at``-th batch, where the run 'dies'."""
+    batch, drawn = problem.batch, [0]
+
+    def dying_batch():
+        drawn[0] += 1
+        if drawn[0] == at:
+            raise Killed
+        return batch()
+
+    problem.batch = dying_batch
+    return problem
+
+
+def fresh(model_name: str, extra: list[str] = ()):
+    cfg = compose(TINY_ARITHMETIC + [f"model={model_name}", "task.op=mul", "seeds=3", f"task.steps={STEPS}", *extra])
+    seeds = [0, 1, 2]
+    problem = ArithmeticProblem(cfg.task, seeds, recurrent=False)
+    model = build_model(model_factory(cfg.model), 100, 1, 3)
+    init_members(model, seeds)
+    return model, problem, torch.optim.Adam(model.parameters(), lr=1e-2)
+
+
+def run(model, problem, opt, checkpoint=None, logged=None):
+    def log(step, metrics):
+        if logged is not None:
+            logged.append((step, {k: v.clone() for k, v in metrics.items()}))
+
+    return fit(model, problem, opt, steps=STEPS, eval_every=EVERY, select="validation", progress=False,
+               checkpoint=checkpoint, log=log)  # fmt: skip
+
+
+def same(a, b) -> None:
+    for when in ("init", "final", "best"):
+        for k in getattr(a, when):
+            torch.testing.assert_close(getattr(a, when)[k], getattr(b, when)[k], rtol=0, atol=0, equal_nan=True)
+    assert a.best_step.tolist() == b.best_step.tolist()
+    assert a.diverged_step.tolist() == b.diverged_step.tolist()
+    torch.testing.assert_close(a.train_loss, b.train_loss, rtol=0, atol=0, equal_nan=True)
+    for p, q in zip(a.best_model.parameters(), b.best_model.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=0, atol=0, equal_nan=True)
+
+
+# nalu: the plain loop; nmu: a regulariser ramped in mid-run and clamping; inalu: re-initialisation
+# drawn from the unit's own generators, with a loss ring in non-persistent buffers
+@pytest.mark.parametrize("model_name,extra", [
+    ("nalu", []), ("nmu", []), ("inalu", ["model.reinit_every=20", "model.reinit_window=10"]),
+])  # fmt: skip
+def test_killed_fit_resumes_to_the_uninterrupted_result(tmp_path, model_name, extra):
+    whole_log: list = []
+    whole = run(*fresh(model_name, extra), logged=whole_log)
+
+    dies = 150  # between two evaluations, after a regulariser ramp has begun
+    ckpt = Checkpoint(tmp_path / "checkpoint.pt", every_s=0.0, key="k")
+    model, problem, opt = fresh(model_name, extra)
+    with pytest.raises(Killed):
+        run(model, dies_at(problem, dies), opt, checkpoint=ckpt)
+    assert ckpt.step() == dies - 1
+
+    rewound = []
+    ckpt.on_resume = rewound.append
+    resumed_log: list = []
+    resumed = run(*fresh(model_name, extra), checkpoint=ckpt, logged=resumed_log)
+    assert resumed.resumed_from == dies - 1 and rewound == [dies - 1]
+    same(whole, resumed)
+    # what the resumed run logs is exactly what the uninterrupted one logged after the checkpoint
+    after = [(s, m) for s, m in whole_log if s > dies - 1]
+    assert [s for s, _ in resumed_log] == [s for s, _ in after]
+    for (_, m1), (_, m2) in zip(after, resumed_log, strict=True):
+        for k in m1:
+            torch.testing.assert_close(m1[k], m2[k], rtol=0, atol=0, equal_nan=True)
+
+
+def test_checkpoint_of_another_run_is_ignored(tmp_path):
+    ckpt = Checkpoint(tmp_path / "checkpoint.pt", every_s=0.0, key="one")
+    model, problem, opt = fresh("nac")
+    with pytest.raises(Killed):
+        run(model, dies_at(problem, 100), opt, checkpoint=ckpt)
+    assert ckpt.step() == 99
+    other = Checkpoint(ckpt.path, key="two")
+    assert other.step() == 0 and other.load() is None
+    whole = run(*fresh("nac"))
+    same(whole, run(*fresh("nac"), checkpoint=other))
+
+
+def test_torn_checkpoint_file_is_ignored(tmp_path):
+    path = tmp_path / "checkpoint.pt"
+    path.write_bytes(b"not a checkpoint")
+    assert Checkpoint(path, key="k").load() is None
+
+
+def wait_for(predicate, timeout: float) -> None:
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise TimeoutError
+        time.sleep(0.05)
+
+
+def test_cell_killed_mid_run_resumes_from_its_checkpoint(tmp_path):
+    """The real command, killed with SIGKILL after its first checkpoint, then rerun as written:
+    it restarts from the checkpoint and ends with the uninterrupted run's metrics.json."""
+    args = [sys.executable, "-m", "nalu.run", *TINY_ARITHMETIC, "model=nalu", "task.op=mul",
+            "task.steps=6000", "task.eval_every=500", "checkpoint_every_s=0.5"]  # fmt: skip
+
+    def command(name: str) -> list[str]:
+        return [*args, f"hydra.run.dir={tmp_path / name}"]
+
+    env = {"WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    subprocess.run(command("whole"), cwd=tmp_path, env=env, check=True, capture_output=True, timeout=600)
+    p = subprocess.Popen(command("killed"), cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    ckpt = tmp_path / "killed" / "checkpoint.pt"
+    try:
+        wait_for(ckpt.exists, timeout=300)
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    assert not (tmp_path / "killed" / "metrics.json").exists()
+    step = torch.load(ckpt, weights_only=False)["step"]
+    assert 0 < step < 6000
+    again = subprocess.run(command("killed"), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert f"resumed from step {step:,}" in again.stderr
+    assert not ckpt.exists()  # a finished cell keeps no checkpoint
+    whole, killed = (json.loads((tmp_path / n / "metrics.json").read_text()) for n in ("whole", "killed"))
+    assert killed["resumed_from"] == step and whole["resumed_from"] == 0
+    assert killed["members"] == whole["members"]
+    history = [(tmp_path / n / "history.csv").read_text() for n in ("whole", "killed")]
+    assert history[0] == history[1]

@@ -1,0 +1,116 @@
+"""The fused launcher: cells that share an architecture and an input stream train as one model,
+and each still gets its own folder, history and metrics, resume and dry run."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from nalu.run import group_key
+
+from .conftest import TINY_ARITHMETIC, cli, compose
+
+RUN = ["-m", "nalu.run", "-m"]
+SWEEP = ["model=nac,nalu", "task.op=add,mul"] + TINY_ARITHMETIC
+
+
+def cells(folder: Path) -> dict[str, dict]:
+    return {m["cell"]: m for m in (json.loads(p.read_text()) for p in folder.glob("*/metrics.json"))}
+
+
+def key(*overrides: str) -> str:
+    return group_key(compose(list(overrides)))
+
+
+def test_cells_group_by_everything_but_what_their_task_fuses():
+    base = ("task=static_arithmetic", "model=nalu")
+    assert key(*base, "task.op=add") == key(*base, "task.op=mul") == key(*base, "task.op=sqrt", "seeds=[4,5]")
+    assert key(*base, "task.op=add", "progress=false", "threads=2") == key(*base, "task.op=add")
+    assert key(*base) != key("task=static_arithmetic", "model=nac")
+    assert key(*base) != key(*base, "task.batch_size=64")  # shapes split groups ...
+    assert key(*base) != key(*base, "task.data_seed=1")  # ... and so do input streams
+    assert key(*base) != key(*base, "optimizer.lr=1e-2")
+    assert key(*base) != key("task=recurrent_arithmetic", "model=nalu")
+    # a task without run_group trains every cell alone
+    identity = ("task=identity", "model=mlp")
+    assert key(*identity, "model.activation_name=ReLU") != key(*identity, "model.activation_name=Tanh")
+    assert key(*identity).startswith("alone:")
+
+
+def test_fused_sweep_gives_each_cell_its_own_outputs(workdir):
+    p = cli(RUN + SWEEP + ["name=fused", "hydra/launcher=fused", "hydra.launcher.n_jobs=1"], workdir)
+    assert "4 cells in 2 groups" in p.stdout
+    cli(RUN + SWEEP + ["name=alone", "hydra/launcher=basic"], workdir)
+    fused, alone = cells(workdir / "multirun/fused"), cells(workdir / "multirun/alone")
+    assert set(fused) == set(alone) == {"static/add/nac", "static/mul/nac", "static/add/nalu", "static/mul/nalu"}
+    assert fused["static/add/nac"]["fused_with"] == ["static/mul/nac"] and alone["static/add/nac"]["fused_with"] == []
+    for name, m in fused.items():
+        a = alone[name]
+        assert (m["op"], m["label"], m["seeds"]) == (a["op"], a["label"], a["seeds"])
+        assert m["config_hash"] == a["config_hash"]  # the same cell, whichever launcher made it
+        for mf, ma in zip(m["members"], a["members"], strict=True):
+            assert mf["seed"] == ma["seed"]
+            assert math.isclose(mf["success_threshold"], ma["success_threshold"], rel_tol=1e-6)
+            assert math.isclose(mf["reference"]["extrapolation"], ma["reference"]["extrapolation"], rel_tol=1e-5)
+            if m["model"] == "nac":  # a NAC does not amplify the rounding of other GEMM shapes
+                assert mf["best_step"] == ma["best_step"] and mf["solved"] == ma["solved"]
+                for k, v in ma["best"].items():
+                    assert math.isclose(mf["best"][k], v, rel_tol=1e-4, abs_tol=1e-9), (name, k)
+        # its own history: its seeds, every evaluation, nothing of the other cell
+        folder = next(p.parent for p in (workdir / "multirun/fused").glob("*/metrics.json")
+                      if json.loads(p.read_text())["cell"] == name)  # fmt: skip
+        with open(folder / "history.csv") as f:
+            rows = list(csv.DictReader(f))
+        assert {int(r["seed"]) for r in rows} == {0, 1}
+        assert sorted({int(r["step"]) for r in rows}) == [0, 10, 20, 30]
+        assert f"op: {m['op']}" in (folder / ".hydra" / "config.yaml").read_text()
+
+
+def test_fused_sweep_is_repeatable(workdir):
+    args = RUN + ["model=nalu", "task.op=add,div", "hydra/launcher=fused"] + TINY_ARITHMETIC
+    cli(args + ["name=one"], workdir)
+    cli(args + ["name=two"], workdir)
+    one, two = cells(workdir / "multirun/one"), cells(workdir / "multirun/two")
+    for name in one:  # bit-identical for a fixed group on one machine, even for the NALU
+        assert one[name]["members"] == two[name]["members"]
+
+
+def test_fused_sweep_resumes_and_dry_runs_per_cell(workdir):
+    args = RUN + SWEEP + ["name=resume", "hydra/launcher=fused", "hydra.launcher.n_jobs=2"]
+    cli(args, workdir)
+    paths = {json.loads(p.read_text())["cell"]: p for p in (workdir / "multirun/resume").glob("*/metrics.json")}
+    broken = paths["static/mul/nalu"]
+    broken.write_text(broken.read_text()[:50])
+    mtimes = {n: p.stat().st_mtime_ns for n, p in paths.items()}
+    dry = cli(args + ["dry_run=true"], workdir)
+    status = sorted(line for line in dry.stderr.splitlines() if line.startswith("status: "))
+    assert status == ["status: to run: static/mul/nalu (half-written)", "status: up to date: static/add/nac",
+                      "status: up to date: static/add/nalu", "status: up to date: static/mul/nac"]  # fmt: skip
+    assert {n: p.stat().st_mtime_ns for n, p in paths.items()} == mtimes
+    again = cli(args, workdir)
+    assert "skip static/add/nalu: complete" in again.stderr and "done static/mul/nalu" in again.stderr
+    redone = json.loads(broken.read_text())
+    assert redone["complete"] and redone["fused_with"] == []  # its group-mate was complete
+    assert all(p.stat().st_mtime_ns == mtimes[n] for n, p in paths.items() if n != "static/mul/nalu")
+
+
+def test_fused_sweep_on_submitit_runs_a_group_per_array_task(workdir):
+    cli(RUN + SWEEP + ["name=slurmish", "hydra/launcher=fused_slurm", "hydra.launcher.submitit.cluster=local"],
+        workdir)  # fmt: skip
+    made = cells(workdir / "multirun/slurmish")
+    assert len(made) == 4 and all(m["complete"] for m in made.values())
+    assert made["static/add/nalu"]["fused_with"] == ["static/mul/nalu"]
+    assert len(list((workdir / "multirun/slurmish/.submitit").rglob("*_result.pkl"))) == 2  # two array tasks
+
+
+@pytest.mark.parametrize("launcher", ["fused", "basic"])
+def test_cells_that_cannot_fuse_still_run_under_the_fused_launcher(workdir, launcher):
+    cli(RUN + ["task=identity", "model=mlp", "model.activation_name=ReLU,Tanh", f"hydra/launcher={launcher}",
+               "name=identity", "progress=false", "task.steps=20", "task.eval_every=10", "seeds=2",
+               "task.table5.points=101"], workdir)  # fmt: skip
+    made = [json.loads(p.read_text()) for p in (workdir / "multirun/identity").glob("*/metrics.json")]
+    assert len(made) == 2 and all(m["complete"] and m["fused_with"] == [] for m in made)
