@@ -35,6 +35,8 @@ def valid_activations() -> list[str]:
 class PReLU(nn.Module):
     """``torch.nn.PReLU`` with one learnable slope per member (initialised to 0.25)."""
 
+    compilable = True  # nalu.fast can compile its training step
+
     def __init__(self, members: int, init: float = 0.25):
         super().__init__()
         self.init = init
@@ -66,6 +68,8 @@ def activation(name: str, members: int, **kwargs) -> nn.Module:
 
 class DenseLayer(nn.Module):
     """``act(W x + b)``; the last layer of a stack is linear (no activation)."""
+
+    compilable = True  # nalu.fast can compile its training step
 
     def __init__(self, in_features: int, out_features: int, members: int, act: nn.Module):
         super().__init__()

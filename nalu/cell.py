@@ -75,12 +75,14 @@ def train_cell(
     result = fit(
         model, problem, optimizer, steps=cfg.task.steps, eval_every=cfg.task.eval_every,
         select=select, log=log.metrics, progress=cfg.progress, desc=log.name,
-        checkpoint=getattr(log, "checkpoint", None),
+        checkpoint=getattr(log, "checkpoint", None), train_step=cfg.get("train_step", "autograd"),
     )  # fmt: skip
     summary = {
         "steps": result.steps,
         "train_wall_s": round(result.wall_s, 2),
         "resumed_from": result.resumed_from,
+        "train_step": result.train_step,  # compiled, functional or autograd (nalu.fast)
+        "compile_s": round(result.compile_s, 2),
         "parameters_per_member": sum(p[0].numel() for p in model.parameters()),
         "members": summarise(result, seeds),
     }

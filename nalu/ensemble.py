@@ -22,10 +22,15 @@ import torch
 from torch import Tensor, nn
 
 
+SMALL_IN = 4  # input width up to which a per-member product is computed elementwise
+
+
 def member_matmul(x: Tensor, weight: Tensor) -> Tensor:
     """``x @ weight^T`` per member: ``x`` is ``[M|1, B, in]``, ``weight`` is ``[M, out, in]``."""
     M, out, inp = weight.shape
     if x.shape[0] == M:
+        if inp <= SMALL_IN:  # a few products per output: elementwise beats a batch of tiny GEMMs
+            return (x.unsqueeze(2) * weight.unsqueeze(1)).sum(-1)
         return torch.bmm(x, weight.transpose(1, 2))
     if x.shape[0] == 1:  # shared input: one [B, in] @ [in, M*out] product for all members
         y = x[0] @ weight.reshape(M * out, inp).T
@@ -45,6 +50,8 @@ class Linear(nn.Module):
     Initialised like ``torch.nn.Linear``: ``U(-1/sqrt(in), 1/sqrt(in))`` for weight and bias.
     """
 
+    compilable = True  # nalu.fast can compile its training step
+
     def __init__(self, in_features: int, out_features: int, members: int, bias: bool = True):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
@@ -58,7 +65,7 @@ class Linear(nn.Module):
             self.bias.data[i].uniform_(-bound, bound, generator=g)
 
     def forward(self, x: Tensor) -> Tensor:
-        if self.bias is not None and x.shape[0] == self.weight.shape[0]:
+        if self.bias is not None and x.shape[0] == self.weight.shape[0] and self.in_features > SMALL_IN:
             return torch.baddbmm(self.bias, x, self.weight.transpose(1, 2))  # fused bias add
         y = member_matmul(x, self.weight)
         return y if self.bias is None else y + self.bias

@@ -56,6 +56,8 @@ def sparsity_error(W: Tensor) -> Tensor:
 class NAU(nn.Module):
     """Neural addition unit: ``z = W x`` with ``W`` in [-1, 1]."""
 
+    compilable = True  # nalu.fast can compile its training step
+
     low, high = -1.0, 1.0
 
     def __init__(self, in_features: int, out_features: int, members: int, sparsity_weight: float = 0.01,
@@ -85,10 +87,19 @@ class NAU(nn.Module):
 
     def regularizer(self, step: int, loss: Tensor) -> Tensor:
         """``[M]``: the ramped sparsity regulariser of each member."""
-        scale = self.sparsity_weight * ramp(step, self.sparsity_start, self.sparsity_end)
+        scale = self.penalty_scale(step)
         if scale == 0:
             return self.W.new_zeros(self.W.shape[0])
-        return scale * sparsity(self.W).flatten(1).mean(1)
+        return scale * self.penalty()
+
+    def penalty_scale(self, step: int) -> float:
+        """``lambda * s(t)``: the regulariser is ``penalty_scale(step) * penalty()`` (split so that
+        a compiled step, ``nalu.fast``, takes the step's scale as a number)."""
+        return self.sparsity_weight * ramp(step, self.sparsity_start, self.sparsity_end)
+
+    def penalty(self) -> Tensor:
+        """``[M]``: ``mean_ji min(|W_ji|, 1 - |W_ji|)``."""
+        return sparsity(self.W).flatten(1).mean(1)
 
     def sparsity_error(self) -> Tensor:
         """``[M]``: the largest distance of a weight from {-1, 0, 1}."""

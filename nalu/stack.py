@@ -32,6 +32,8 @@ LayerFactory = Callable[[int, int, int, bool], nn.Module]
 
 
 class Stack(nn.Module):
+    compilable = True  # nalu.fast can compile its training step
+
     def __init__(
         self,
         layer: LayerFactory,

@@ -33,6 +33,7 @@ from tqdm.auto import tqdm
 
 from nalu import device as devices
 from nalu import ensemble
+from nalu.fast import training_step
 
 Metrics = dict[str, Tensor]  # metric name -> one value per member, shape [M]
 
@@ -62,6 +63,8 @@ class FitResult:
     wall_s: float
     best_model: nn.Module = field(repr=False)
     resumed_from: int = 0  # the checkpoint's step, 0 for a run from scratch
+    train_step: str = "autograd"  # the step that ran (nalu.fast): compiled, functional or autograd
+    compile_s: float = 0.0  # the compiled step's first call, compilation included
 
 
 def generators(*objects: Any) -> list[torch.Generator]:
@@ -122,6 +125,7 @@ def fit(
     progress: bool = True,
     desc: str = "train",
     checkpoint: Checkpoint | None = None,
+    train_step: str = "autograd",
 ) -> FitResult:
     start = time.perf_counter()
     M = problem.members
@@ -133,10 +137,10 @@ def fit(
     best_value = torch.full((M,), float("inf"))
     best_step = torch.full((M,), -1, dtype=torch.long)
     loss_sum, loss_count = torch.zeros(M, device=dev), 0
-    # units that regularise their weights or act after each step (see nalu.units)
-    regularized = [m for m in model.modules() if hasattr(m, "regularizer")]
-    post_step = [m for m in model.modules() if hasattr(m, "after_step")]
+    post_step = [m for m in model.modules() if hasattr(m, "after_step")]  # clamps (see nalu.units)
     rngs = generators(problem, model)
+    fast = training_step(train_step, model, optimizer)  # None: autograd (see nalu.fast)
+    take_step = fast or AutogradStep(model, optimizer)
 
     def evaluate(step: int) -> Metrics:
         nonlocal loss_sum, loss_count
@@ -187,31 +191,21 @@ def fit(
     else:
         init = evaluate(0)
         last_loss = torch.full((M,), float("nan"), device=dev)
-    all_alive = bool(alive.all())  # a Python copy of alive.all(), updated only when a member dies
     last_save = time.monotonic()
     bar = tqdm(total=steps, initial=first - 1, desc=desc, disable=not progress, mininterval=2.0, leave=False)
     for step in range(first, steps + 1):
         x, y = (t.to(dev) for t in problem.batch())
-        loss_m = (model(x) - y).square().flatten(1).mean(1)
-        newly_dead = ~torch.isfinite(loss_m.detach()) & alive
+        loss_m = take_step(x, y, alive, step)  # members dying at this step are not updated
+        newly_dead = ~torch.isfinite(loss_m) & alive
         if newly_dead.any():
             alive &= ~newly_dead
             diverged_step[newly_dead] = step
-            ensemble.freeze_members(optimizer, ~alive)
-            all_alive = False
             if not alive.any():
                 break
-        optimizer.zero_grad(set_to_none=True)
-        objective = loss_m + sum(m.regularizer(step, loss_m.detach()) for m in regularized) if regularized else loss_m
-        loss = objective.sum() if all_alive else torch.where(alive, objective, 0.0).sum()
-        loss.backward()
-        if not all_alive:
-            ensemble.mask_dead_gradients(params, alive)
-        optimizer.step()
         for m in post_step:
             m.after_step(step, loss_m.detach())
         last_loss = loss_m.detach()
-        loss_sum += last_loss if all_alive else torch.where(alive, last_loss, float("nan"))
+        loss_sum += torch.where(alive, last_loss, float("nan"))
         loss_count += 1
         if step % eval_every == 0 and step != steps:
             evaluate(step)
@@ -238,7 +232,37 @@ def fit(
         wall_s=time.perf_counter() - start,
         best_model=best_model,
         resumed_from=first - 1,
+        train_step="autograd" if fast is None else fast.mode,
+        compile_s=fast.compile_s if fast else 0.0,
     )
+
+
+class AutogradStep:
+    """The reference training step of every member: squared error plus the units' regularisers,
+    ``backward``, the optimiser's step. A member that is not ``alive``, or whose loss is not
+    finite now (it dies at this step), is frozen: its gradients and optimiser moments are zeroed,
+    so its weights stay where they are. ``nalu.fast.CompiledStep`` computes the same."""
+
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer):
+        self.model, self.optimizer = model, optimizer
+        self.params = list(model.parameters())
+        # units that regularise their weights (see nalu.units)
+        self.regularized = [m for m in model.modules() if hasattr(m, "regularizer")]
+
+    def __call__(self, x: Tensor, y: Tensor, alive: Tensor, step: int) -> Tensor:
+        loss_m = (self.model(x) - y).square().flatten(1).mean(1)
+        live = alive & torch.isfinite(loss_m.detach())
+        all_live = bool(live.all())
+        objective = loss_m
+        if self.regularized:
+            objective = loss_m + sum(m.regularizer(step, loss_m.detach()) for m in self.regularized)
+        self.optimizer.zero_grad(set_to_none=True)
+        (objective.sum() if all_live else torch.where(live, objective, 0.0).sum()).backward()
+        if not all_live:
+            ensemble.mask_dead_gradients(self.params, live)
+            ensemble.freeze_members(self.optimizer, ~live)
+        self.optimizer.step()
+        return loss_m.detach()
 
 
 def tensors(model: nn.Module) -> dict[str, Tensor]:

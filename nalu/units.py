@@ -33,6 +33,8 @@ class NAC(nn.Module):
     them. No bias.
     """
 
+    compilable = True  # nalu.fast can compile its training step
+
     def __init__(self, in_features: int, out_features: int, members: int):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
@@ -80,6 +82,8 @@ class NALU(nn.Module):
     are part of the behaviour being reproduced, so nothing here clips or guards them.
     ``eps`` is not given by the paper (default 1e-7).
     """
+
+    compilable = True  # nalu.fast can compile its training step
 
     def __init__(self, in_features: int, out_features: int, members: int, eps: float = 1e-7):
         super().__init__()

@@ -2,8 +2,13 @@
 
     make bench [DEVICE=cuda]      (or: python scripts/bench.py [--steps N] [--device cuda])
 
-A member-step is one optimiser step of one seed. Batching seeds pays when 10 members cost much
-less than 10 times one member: the suite's target is at least 4x the single-member throughput.
+A member-step is one optimiser step of one seed. Each figure is the best of ``--repeats`` runs
+taken in turns, so that a busy moment of the machine does not decide a ratio. Printed:
+- a cell as the suite ran it before fused sweeps (autograd step, 1 and 10 members);
+- a fused group (``hydra/launcher=fused``: 6 ops x 10 and 6 ops x 40 seeds as one model) through
+  the compiled step (``nalu.fast``), with its compile time, and each ratio to the 10-member cell;
+- the projected wall time of Table 1 static at 5,000,000 steps x 10 seeds on 2 cores: four groups
+  (one per model) of 6 ops x 10 seeds, two at a time, evaluation every 1,000 steps included.
 """
 
 from __future__ import annotations
@@ -21,30 +26,96 @@ from nalu.cell import build_model, model_factory
 from nalu.ensemble import init_members
 from nalu.run import CONFIG_DIR
 from nalu.train import fit
-from tasks.arithmetic import ArithmeticProblem
+from tasks.arithmetic import OPS, ArithmeticProblem
 from tasks.identity import IdentityProblem
 from tasks.mnist_data import raw_dir
 
 
-def throughput(overrides: list[str], members: int, steps: int, device: torch.device) -> float:
-    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose("config", overrides + ["task.test_samples=100", "task.extrapolation_samples=10"]
-                      if "task=identity" not in overrides else overrides)  # fmt: skip
-    seeds = list(range(members))
-    if cfg.task.name == "identity":
-        problem, in_features, recurrent = IdentityProblem(cfg.task, seeds), 1, False
-    else:
-        recurrent = cfg.task.name.startswith("recurrent")
-        problem, in_features = ArithmeticProblem(cfg.task, seeds, recurrent), cfg.task.input_size
-    model = build_model(model_factory(cfg.model), in_features, 1, members, recurrent)
-    init_members(model, seeds)
-    model.to(device)
-    problem.to(device)
-    opt = instantiate(cfg.optimizer)(model.parameters())
-    fit(model, problem, opt, steps=20, eval_every=10**9, progress=False)  # warm up
-    start = time.perf_counter()
-    fit(model, problem, opt, steps=steps, eval_every=10**9, progress=False)
-    return members * steps / (time.perf_counter() - start)
+class Case:
+    """One model on one problem, ready to train: ``rate(steps)`` runs ``fit`` for ``steps``."""
+
+    def __init__(self, overrides: list[str], seeds: int, ops: int, train_step: str, device: torch.device):
+        with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+            cfg = compose("config", overrides + ["task.test_samples=100", "task.extrapolation_samples=10"]
+                          if "task=identity" not in overrides else overrides)  # fmt: skip
+        seeds_ = list(range(seeds)) * ops
+        self.members = len(seeds_)
+        if cfg.task.name == "identity":
+            problem, in_features, recurrent = IdentityProblem(cfg.task, seeds_), 1, False
+        else:
+            recurrent = cfg.task.name.startswith("recurrent")
+            ops_ = [op for op in list(OPS)[:ops] for _ in range(seeds)]
+            problem, in_features = ArithmeticProblem(cfg.task, seeds_, recurrent, ops=ops_), cfg.task.input_size
+        model = build_model(model_factory(cfg.model), in_features, 1, self.members, recurrent)
+        init_members(model, seeds_)
+        self.model, self.problem = model.to(device), problem.to(device)
+        self.opt = instantiate(cfg.optimizer)(model.parameters())
+        self.train_step = train_step
+        warm = fit(model, problem, self.opt, steps=20, eval_every=10**9, progress=False, train_step=train_step)
+        self.compile_s, self.mode = warm.compile_s, warm.train_step
+        self.cfg = cfg
+
+    def rate(self, steps: int) -> float:
+        start = time.perf_counter()
+        fit(self.model, self.problem, self.opt, steps=steps, eval_every=10**9, progress=False,
+            train_step=self.train_step)  # fmt: skip
+        return self.members * steps / (time.perf_counter() - start)
+
+    def eval_s(self) -> float:
+        """One evaluation on the task's full test sets (the suite's 10,000 samples each)."""
+        with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+            full = compose("config", [f"task={self.cfg.task.name}"]).task
+        problem = ArithmeticProblem(full, list(range(self.members)), False)
+        self.model.eval()
+        start = time.perf_counter()
+        with torch.no_grad():
+            problem.evaluate(self.model)
+        self.model.train()
+        return time.perf_counter() - start
+
+
+def best_rates(cases: dict[str, Case], steps: int, repeats: int) -> dict[str, float]:
+    """Each case's best throughput over ``repeats`` rounds, the cases taking turns."""
+    best = dict.fromkeys(cases, 0.0)
+    for _ in range(repeats):
+        for name, case in cases.items():
+            best[name] = max(best[name], case.rate(steps))
+    return best
+
+
+def arithmetic(title: str, base: list[str], steps: int, repeats: int, device: torch.device) -> dict[str, Case]:
+    cases = {
+        "1 member, autograd": Case(base, 1, 1, "autograd", device),
+        "10 members, autograd (one cell)": Case(base, 10, 1, "autograd", device),
+        "6 ops x 10 seeds, fused, compiled": Case(base, 10, 6, "compiled", device),
+        "6 ops x 40 seeds, fused, compiled": Case(base, 40, 6, "compiled", device),
+    }
+    rates = best_rates(cases, steps, repeats)
+    cell = rates["10 members, autograd (one cell)"]
+    print(f"{title}:")
+    for name, case in cases.items():
+        compiled = f", compile {case.compile_s:.1f} s" if case.mode == "compiled" else ""
+        print(f"  {name:<36} {rates[name]:>9,.0f} member-steps/s  ({rates[name] / cell:4.1f}x the cell{compiled})")
+    return cases
+
+
+def projection(steps: int, repeats: int, device: torch.device) -> None:
+    """Table 1 static at 5M steps x 10 seeds: 4 groups of 60 members, 2 at a time, eval every 1,000."""
+    budget, every = 5_000_000, 1000
+    hours = {}
+    for model in ("relu6", "none", "nac", "nalu"):
+        case = Case(["task=static_arithmetic", f"model={model}"], 10, 6, "compiled", device)
+        rate = best_rates({model: case}, steps, repeats)[model]
+        train_s = budget * case.members / rate
+        eval_s = budget // every * case.eval_s()
+        hours[model] = (train_s + eval_s) / 3600
+        print(f"  {model:<6} group: {rate:>9,.0f} member-steps/s, training {train_s / 3600:4.2f} h "
+              f"+ evaluation {eval_s / 3600:4.2f} h ({100 * eval_s / train_s:.0f}% of training)")
+    # two groups at a time: the longest two share the first pair of slots, greedily
+    slots = [0.0, 0.0]
+    for h in sorted(hours.values(), reverse=True):
+        slots[slots.index(min(slots))] += h
+    print(f"  projected Table 1 static, 5,000,000 steps x 10 seeds, 2 cores: {max(slots):.2f} h")
 
 
 def mnist_images_per_second(members: int, steps: int, device: torch.device) -> float | None:
@@ -83,6 +154,7 @@ def a3c_frames_per_second(members: int, frames: int) -> float:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--steps", type=int, default=2000)
+    p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--device", default="cpu", help="cpu or cuda[:n]; the A3C runs on the CPU regardless")
     a = p.parse_args()
@@ -91,25 +163,27 @@ def main() -> None:
     except ValueError as e:
         p.error(str(e))
     torch.set_num_threads(a.threads)
-    print(f"torch {torch.__version__}, device {device}, {a.threads} thread(s), {a.steps} steps per measurement")
-    cases = [
-        ("static NALU (batch 128, input 100, hidden 2)",
-         ["task=static_arithmetic", "model=nalu", "task.op=mul"], (1, 10)),
-        ("static ReLU6 MLP (batch 128, input 100, hidden 2)",
-         ["task=static_arithmetic", "model=relu6", "task.op=mul"], (1, 10)),
-        ("recurrent NALU (batch 128, length 10, state 2)",
-         ["task=recurrent_arithmetic", "model=nalu", "task.op=mul"], (1, 10)),
-        ("recurrent LSTM (batch 128, length 10, state 2)",
-         ["task=recurrent_arithmetic", "model=lstm", "task.op=mul"], (1, 10)),
-        ("identity ReLU MLP (batch 64, 1-8-8-8-1)",
-         ["task=identity", "model=mlp", "model.activation_name=ReLU"], (1, 100)),
-    ]  # fmt: skip
-    for name, overrides, (m1, mn) in cases:
-        steps = a.steps if "static" in name or "identity" in name else a.steps // 5
-        one = throughput(overrides, m1, steps, device)
-        many = throughput(overrides, mn, steps, device)
-        print(f"{name}:\n  {m1:>3} member : {one:>9,.0f} member-steps/s"
-              f"\n  {mn:>3} members: {many:>9,.0f} member-steps/s  ({many / one:.1f}x)")  # fmt: skip
+    torch.set_flush_denormal(True)
+    print(f"torch {torch.__version__}, device {device}, {a.threads} thread(s), {a.steps} steps per measurement, "
+          f"best of {a.repeats}")  # fmt: skip
+    arithmetic("static NALU (batch 128, input 100, hidden 2)", ["task=static_arithmetic", "model=nalu"],
+               a.steps, a.repeats, device)  # fmt: skip
+    arithmetic("recurrent NALU (batch 128, length 10, state 2)", ["task=recurrent_arithmetic", "model=nalu"],
+               a.steps // 5, a.repeats, device)  # fmt: skip
+    print("Table 1 static at Madsen & Johansen's budget, fused and compiled:")
+    projection(a.steps, a.repeats, device)
+    others = {
+        "static ReLU6 MLP (batch 128, input 100, hidden 2)": (["task=static_arithmetic", "model=relu6"], 10, a.steps),
+        "recurrent LSTM (batch 128, length 10, state 2), autograd": (["task=recurrent_arithmetic", "model=lstm"],
+                                                                     10, a.steps // 5),
+        "identity ReLU MLP (batch 64, 1-8-8-8-1)": (["task=identity", "model=mlp", "model.activation_name=ReLU"],
+                                                    100, a.steps),
+    }  # fmt: skip
+    for name, (overrides, members, steps) in others.items():
+        cases = {"one": Case(overrides, 1, 1, "compiled", device), "many": Case(overrides, members, 1, "compiled", device)}
+        rates = best_rates(cases, steps, a.repeats)
+        print(f"{name}, {cases['many'].mode} step:\n  {1:>3} member : {rates['one']:>9,.0f} member-steps/s"
+              f"\n  {members:>3} members: {rates['many']:>9,.0f} member-steps/s  ({rates['many'] / rates['one']:.1f}x)")
     print("MNIST counting, encoder + recurrent NAC (50 series x 10 digits per step), training:")
     for members in (1, 3):
         ips = mnist_images_per_second(members, max(a.steps // 40, 5), device)

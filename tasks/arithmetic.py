@@ -15,6 +15,7 @@ inputs (targets differ per seed, since the subsets do):
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -72,6 +73,15 @@ def subset_masks(n: int, size: int, overlap: int, seed: int) -> tuple[Tensor, Te
     return a, b
 
 
+def runs_of(items: Sequence[str]):
+    """``(start, item, group)`` for each run of equal consecutive items."""
+    start = 0
+    for item, group in itertools.groupby(items):
+        group = list(group)
+        yield start, item, group
+        start += len(group)
+
+
 def check_splits(train: Split, extrap: Split, op: str) -> None:
     """Refuse ranges under which extrapolation would not test extrapolation."""
     for name, s in (("interpolation", train), ("extrapolation", extrap)):
@@ -100,7 +110,8 @@ class ArithmeticProblem:
         if len(self.ops) != len(seeds):
             raise ValueError(f"{len(self.ops)} ops for {len(seeds)} members")
         self.op = self.ops[0] if len(set(self.ops)) == 1 else None
-        self.rows = {op: torch.tensor([o == op for o in self.ops]) for op in sorted(set(self.ops))}
+        # runs of members with one op, (start, stop, op): the members of one cell are contiguous
+        self.runs = [(k, k + len(list(g)), op) for k, op, g in runs_of(self.ops)]
         self.recurrent = recurrent
         self.members = len(seeds)
         self.n = cfg.input_size
@@ -126,7 +137,7 @@ class ArithmeticProblem:
         }
 
     def to(self, device: torch.device) -> ArithmeticProblem:
-        self.mask_a, self.mask_b, self.sets, self.rows = move((self.mask_a, self.mask_b, self.sets, self.rows), device)
+        self.mask_a, self.mask_b, self.sets = move((self.mask_a, self.mask_b, self.sets), device)
         return self
 
     # -- data ------------------------------------------------------------------------------
@@ -152,10 +163,8 @@ class ArithmeticProblem:
         """Each member's op of its operands ``[M, N]``."""
         if self.op is not None:
             return OPS[self.op][1](a, b)
-        out = torch.empty_like(a)
-        for op, rows in self.rows.items():
-            out[rows] = OPS[op][1](a[rows], b[rows])  # elementwise: the same values as unfused
-        return out
+        # elementwise on slices: the same values as unfused
+        return torch.cat([OPS[op][1](a[start:stop], b[start:stop]) for start, stop, op in self.runs])
 
     def targets(self, x: Tensor) -> Tensor:
         return self.fn(*self.operands(x)).unsqueeze(-1)

@@ -15,9 +15,10 @@ torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# budgets that keep one cell to about a second
+# budgets that keep one cell to about a second; the autograd step, since compiling the step
+# (nalu.fast, the default) costs seconds per cell: tests of the compiled path ask for it
 TINY = [
-    "progress=false", "task.steps=30", "task.eval_every=10", "seeds=2",
+    "progress=false", "task.steps=30", "task.eval_every=10", "seeds=2", "train_step=autograd",
 ]  # fmt: skip
 TINY_ARITHMETIC = TINY + [
     "task.test_samples=200", "task.extrapolation_samples=20", "task.reference.members=4",

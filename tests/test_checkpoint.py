@@ -48,13 +48,13 @@ def fresh(model_name: str, extra: list[str] = ()):
     return model, problem, torch.optim.Adam(model.parameters(), lr=1e-2)
 
 
-def run(model, problem, opt, checkpoint=None, logged=None):
+def run(model, problem, opt, checkpoint=None, logged=None, mode="autograd"):
     def log(step, metrics):
         if logged is not None:
             logged.append((step, {k: v.clone() for k, v in metrics.items()}))
 
     return fit(model, problem, opt, steps=STEPS, eval_every=EVERY, select="validation", progress=False,
-               checkpoint=checkpoint, log=log)  # fmt: skip
+               checkpoint=checkpoint, log=log, train_step=mode)  # fmt: skip
 
 
 def same(a, b) -> None:
@@ -70,24 +70,27 @@ def same(a, b) -> None:
 
 # nalu: the plain loop; nmu: a regulariser ramped in mid-run and clamping; inalu: re-initialisation
 # drawn from the unit's own generators, with a loss ring in non-persistent buffers
-@pytest.mark.parametrize("model_name,extra", [
-    ("nalu", []), ("nmu", []), ("inalu", ["model.reinit_every=20", "model.reinit_window=10"]),
+# functional: the compiled step's function, which must pick up the optimiser state a resume loads
+@pytest.mark.parametrize("model_name,extra,mode", [
+    ("nalu", [], "autograd"), ("nmu", [], "autograd"), ("nmu", [], "functional"),
+    ("inalu", ["model.reinit_every=20", "model.reinit_window=10"], "autograd"),
 ])  # fmt: skip
-def test_killed_fit_resumes_to_the_uninterrupted_result(tmp_path, model_name, extra):
+def test_killed_fit_resumes_to_the_uninterrupted_result(tmp_path, model_name, extra, mode):
     whole_log: list = []
-    whole = run(*fresh(model_name, extra), logged=whole_log)
+    whole = run(*fresh(model_name, extra), logged=whole_log, mode=mode)
 
     dies = 150  # between two evaluations, after a regulariser ramp has begun
     ckpt = Checkpoint(tmp_path / "checkpoint.pt", every_s=0.0, key="k")
     model, problem, opt = fresh(model_name, extra)
     with pytest.raises(Killed):
-        run(model, dies_at(problem, dies), opt, checkpoint=ckpt)
+        run(model, dies_at(problem, dies), opt, checkpoint=ckpt, mode=mode)
     assert ckpt.step() == dies - 1
 
     rewound = []
     ckpt.on_resume = rewound.append
     resumed_log: list = []
-    resumed = run(*fresh(model_name, extra), checkpoint=ckpt, logged=resumed_log)
+    resumed = run(*fresh(model_name, extra), checkpoint=ckpt, logged=resumed_log, mode=mode)
+    assert resumed.train_step == mode
     assert resumed.resumed_from == dies - 1 and rewound == [dies - 1]
     same(whole, resumed)
     # what the resumed run logs is exactly what the uninterrupted one logged after the checkpoint
@@ -128,7 +131,7 @@ def test_cell_killed_mid_run_resumes_from_its_checkpoint(tmp_path):
     """The real command, killed with SIGKILL after its first checkpoint, then rerun as written:
     it restarts from the checkpoint and ends with the uninterrupted run's metrics.json."""
     args = [sys.executable, "-m", "nalu.run", *TINY_ARITHMETIC, "model=nalu", "task.op=mul",
-            "task.steps=6000", "task.eval_every=500", "checkpoint_every_s=0.5"]  # fmt: skip
+            "task.steps=6000", "task.eval_every=500", "checkpoint_every_s=0.5", "train_step=compiled"]  # fmt: skip
 
     def command(name: str) -> list[str]:
         return [*args, f"hydra.run.dir={tmp_path / name}"]

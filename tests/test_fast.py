@@ -1,0 +1,170 @@
+"""The compiled training step (``nalu.fast``) against the autograd reference path."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+import torch
+
+from nalu.cell import build_model, model_factory
+from nalu.ensemble import init_members
+from nalu.fast import CompiledStep, unsupported
+from nalu.nau import NAU
+from nalu.train import AutogradStep, fit
+from tasks.arithmetic import ArithmeticProblem
+
+from .conftest import TINY_ARITHMETIC, compose
+
+UNITS = {  # the models of Table 1 and the units table, with regulariser ramps inside a short run
+    "nac": [], "nalu": [], "none": [], "relu6": [],
+    "nau": ["model.sparsity_start=5", "model.sparsity_end=15"],
+    "nmu": [],  # ramps over 20%..40% of task.steps
+}  # fmt: skip
+RANGES = {
+    "[1,2]": [],
+    "[0.1,0.2]": ["task.interpolation.low=0.1", "task.interpolation.high=0.2",
+                  "task.extrapolation.low=0.2", "task.extrapolation.high=2"],
+}  # fmt: skip
+SEEDS = [0, 1, 2]
+LR = {"nau": 0.2}  # large enough that NAU weights reach their bounds within the runs (the clamp acts)
+
+
+@contextlib.contextmanager
+def default_dtype(dtype):
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(old)
+
+
+def train(model_name: str, op: str, recurrent: bool, extra: list[str], mode: str, steps: int = 30, lr: float = 1e-2,
+          nan_member: int | None = None):  # fmt: skip
+    task = "recurrent_arithmetic" if recurrent else "static_arithmetic"
+    cfg = compose(TINY_ARITHMETIC + [f"task={task}", f"model={model_name}", f"task.op={op}", f"task.steps={steps}",
+                                     f"seeds={len(SEEDS)}", *extra])  # fmt: skip
+    problem = ArithmeticProblem(cfg.task, SEEDS, recurrent)
+    model = build_model(model_factory(cfg.model), cfg.task.input_size, 1, len(SEEDS), recurrent)
+    init_members(model, SEEDS)
+    if nan_member is not None:
+        with torch.no_grad():
+            next(model.parameters())[nan_member] = float("nan")
+    opt = torch.optim.Adam(model.parameters(), lr=lr, fused=True)
+    result = fit(model, problem, opt, steps=steps, eval_every=10, select="validation", progress=False,
+                 train_step=mode)  # fmt: skip
+    return result, model, opt
+
+
+def assert_same(a, b, rtol: float) -> None:
+    (ra, ma, oa), (rb, mb, ob) = a, b
+    for when in ("init", "final", "best"):
+        for k in getattr(ra, when):
+            torch.testing.assert_close(getattr(ra, when)[k], getattr(rb, when)[k], rtol=rtol, atol=1e-12,
+                                       equal_nan=True, msg=lambda m, w=when, k=k: f"{w} {k}: {m}")  # fmt: skip
+    assert ra.best_step.tolist() == rb.best_step.tolist()
+    assert ra.diverged_step.tolist() == rb.diverged_step.tolist()
+    for (name, p), q in zip(ma.named_parameters(), mb.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=rtol, atol=1e-12, equal_nan=True, msg=lambda m, n=name: f"{n}: {m}")
+    for p, q in zip(ma.parameters(), mb.parameters(), strict=True):  # Adam's moments too
+        for key in ("exp_avg", "exp_avg_sq", "step"):
+            torch.testing.assert_close(oa.state[p][key], ob.state[q][key], rtol=rtol, atol=1e-12, equal_nan=True)
+
+
+def build(model_name: str, op: str, recurrent: bool, extra: list[str]):
+    task = "recurrent_arithmetic" if recurrent else "static_arithmetic"
+    cfg = compose(TINY_ARITHMETIC + [f"task={task}", f"model={model_name}", f"task.op={op}", "task.steps=30",
+                                     f"seeds={len(SEEDS)}", *extra])  # fmt: skip
+    model = build_model(model_factory(cfg.model), cfg.task.input_size, 1, len(SEEDS), recurrent)
+    init_members(model, SEEDS)
+    opt = torch.optim.Adam(model.parameters(), lr=LR.get(model_name, 1e-2), fused=True)
+    return model, opt, ArithmeticProblem(cfg.task, SEEDS, recurrent)
+
+
+def copy_state(dst, src) -> None:
+    """Model and Adam state of ``src`` into ``dst`` (both ``(model, optimizer)``)."""
+    with torch.no_grad():
+        for p, q in zip(dst[0].parameters(), src[0].parameters(), strict=True):
+            p.copy_(q)
+            for key, value in src[1].state[q].items():
+                dst[1].state[p][key] = value.clone()
+
+
+@pytest.mark.parametrize("recurrent", [False, True], ids=["static", "recurrent"])
+@pytest.mark.parametrize("range_name", RANGES)
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "square", "sqrt"])
+@pytest.mark.parametrize("model_name", UNITS)
+def test_functional_step_is_the_autograd_step_in_float64(model_name, op, range_name, recurrent):
+    """Step by step along the autograd run, from the same weights and moments: one functional
+    step equals one autograd step to 1e-10 (ramped regularisers, clamps and all)."""
+    extra = UNITS[model_name] + RANGES[range_name]
+    with default_dtype(torch.float64):
+        model, opt, problem = build(model_name, op, recurrent, extra)
+        twin = build(model_name, op, recurrent, extra)[:2]
+        reference, functional = AutogradStep(model, opt), CompiledStep(twin[0], twin[1], compile=False)
+        alive = torch.ones(len(SEEDS), dtype=torch.bool)
+        for step in range(1, 31):
+            x, y = problem.batch()
+            copy_state(twin, (model, opt))
+            losses = [take(x, y, alive, step) for take in (reference, functional)]
+            for m in (model, twin[0]):
+                for unit in m.modules():
+                    if hasattr(unit, "after_step"):
+                        unit.after_step(step, losses[0])
+            torch.testing.assert_close(losses[1], losses[0], rtol=1e-10, atol=0, equal_nan=True)
+            for (name, p), q in zip(model.named_parameters(), twin[0].parameters(), strict=True):
+                torch.testing.assert_close(q, p, rtol=1e-10, atol=1e-14, msg=lambda m, n=name, s=step: f"{n}@{s}: {m}")
+                for key in ("exp_avg", "exp_avg_sq", "step"):
+                    torch.testing.assert_close(twin[1].state[q][key], opt.state[p][key], rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("recurrent", [False, True], ids=["static", "recurrent"])
+@pytest.mark.parametrize("model_name", [m for m in UNITS if m != "nalu"])
+def test_fit_with_the_functional_step_ends_as_with_autograd(model_name, recurrent):
+    """Whole runs (evaluation, best steps, divergence): units that do not amplify rounding end
+    equal. (A NALU's trajectory does amplify it: an Adam step's sign follows a gradient of
+    rounding size, so only the step-by-step comparison above can hold it to 1e-10.)"""
+    with default_dtype(torch.float64):
+        reference = train(model_name, "mul", recurrent, UNITS[model_name], "autograd")
+        functional = train(model_name, "mul", recurrent, UNITS[model_name], "functional")
+    assert functional[0].train_step == "functional" and reference[0].train_step == "autograd"
+    assert_same(functional, reference, rtol=1e-10)
+
+
+def test_the_comparison_covers_clamps_and_ramps():
+    """The runs above reach the NAU/NMU bounds (the clamp acts) and the ramped regulariser."""
+    with default_dtype(torch.float64):
+        for name in ("nau", "nmu"):
+            _, model, _ = train(name, "mul", False, UNITS[name], "functional", lr=LR.get(name, 1e-2))
+            units = [m for m in model.modules() if isinstance(m, NAU)]
+            on_bound = sum(int(((u.W == u.low) | (u.W == u.high)).sum()) for u in units)
+            assert on_bound > 0, name
+            assert units[-1].penalty_scale(30) > 0 and units[-1].penalty_scale(1) == 0
+
+
+def test_functional_step_freezes_a_diverged_member_as_autograd_does():
+    with default_dtype(torch.float64):
+        reference = train("nac", "add", False, [], "autograd", nan_member=1)
+        functional = train("nac", "add", False, [], "functional", nan_member=1)
+    assert reference[0].diverged_step.tolist() == [-1, 1, -1]
+    assert_same(functional, reference, rtol=1e-10)
+
+
+@pytest.mark.parametrize("recurrent", [False, True], ids=["static", "recurrent"])
+def test_compiled_step_matches_the_functional_step(recurrent):
+    compiled = train("nalu", "mul", recurrent, [], "compiled", steps=12, lr=1e-3)
+    functional = train("nalu", "mul", recurrent, [], "functional", steps=12, lr=1e-3)
+    assert compiled[0].train_step == "compiled" and compiled[0].compile_s > 0
+    assert_same(compiled, functional, rtol=1e-4)
+
+
+def test_unsupported_models_and_optimisers_take_the_autograd_path():
+    lstm = build_model(model_factory(compose(["task=recurrent_arithmetic", "model=lstm"]).model), 10, 1, 2, True)
+    assert "not supported" in unsupported(lstm, torch.optim.Adam(lstm.parameters()))
+    nalu = build_model(model_factory(compose(["model=nalu"]).model), 100, 1, 2)
+    assert unsupported(nalu, torch.optim.Adam(nalu.parameters())) is None
+    assert "Adam" in unsupported(nalu, torch.optim.SGD(nalu.parameters(), lr=0.1))
+    assert "weight decay" in unsupported(nalu, torch.optim.Adam(nalu.parameters(), weight_decay=0.1))
+    inalu = build_model(model_factory(compose(["model=inalu"]).model), 100, 1, 2)
+    assert "INALU" in unsupported(inalu, torch.optim.Adam(inalu.parameters()))
