@@ -15,6 +15,7 @@ Members never interact:
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterable, Sequence
 
@@ -22,20 +23,58 @@ import torch
 from torch import Tensor, nn
 
 
-SMALL_IN = 4  # input width up to which a per-member product is computed elementwise
+SMALL_IN = 4  # input width up to which a compiled per-member product is computed elementwise
+_compiled_layout = False  # see compiled_layout
 
 
-def member_matmul(x: Tensor, weight: Tensor) -> Tensor:
-    """``x @ weight^T`` per member: ``x`` is ``[M|1, B, in]``, ``weight`` is ``[M, out, in]``."""
+@contextlib.contextmanager
+def compiled_layout():
+    """Within: the layout a compiled step (``nalu.fast``) traces, which ``torch.compile`` turns into
+    fewer, fused loops, and eager autograd into more, small operations (so the autograd path keeps
+    its own): per-member products of ``SMALL_IN`` inputs or fewer elementwise instead of a batch of
+    tiny GEMMs, and recurrent cells that ``takes_parts`` reading ``(x_t, h_{t-1})`` unconcatenated."""
+    global _compiled_layout
+    before, _compiled_layout = _compiled_layout, True
+    try:
+        yield
+    finally:
+        _compiled_layout = before
+
+
+def in_compiled_layout() -> bool:
+    return _compiled_layout
+
+
+Parts = tuple[Tensor, ...]  # an input given as pieces of its last dimension, e.g. (x_t, h_{t-1})
+
+
+def member_matmul(x: Tensor | Parts, weight: Tensor) -> Tensor:
+    """``x @ weight^T`` per member: ``x`` is ``[M|1, B, in]``, ``weight`` is ``[M, out, in]``.
+
+    ``x`` may be a tuple of parts whose widths add up to ``in`` (what a recurrent cell reads,
+    ``[x_t, h_{t-1}]``, without concatenating them): a part shared by every member (``[1, B, n]``)
+    is then one product for all of them, a member's own narrow state an elementwise one."""
+    if isinstance(x, tuple):
+        out, start = None, 0
+        for part in x:
+            width = part.shape[-1]
+            y = member_matmul(part, weight[..., start : start + width])
+            out, start = y if out is None else out + y, start + width
+        return out
     M, out, inp = weight.shape
     if x.shape[0] == M:
-        if inp <= SMALL_IN:  # a few products per output: elementwise beats a batch of tiny GEMMs
+        if inp <= SMALL_IN and _compiled_layout:  # a few products per output: elementwise, fused
             return (x.unsqueeze(2) * weight.unsqueeze(1)).sum(-1)
         return torch.bmm(x, weight.transpose(1, 2))
     if x.shape[0] == 1:  # shared input: one [B, in] @ [in, M*out] product for all members
         y = x[0] @ weight.reshape(M * out, inp).T
         return y.view(x.shape[1], M, out).transpose(0, 1).contiguous()
     raise ValueError(f"input has {x.shape[0]} members, weights have {M}")
+
+
+def elementwise(fn, x: Tensor | Parts) -> Tensor | Parts:
+    """``fn(x)``, part by part where ``x`` is a tuple of parts (``fn`` must act elementwise)."""
+    return tuple(fn(part) for part in x) if isinstance(x, tuple) else fn(x)
 
 
 def glorot_uniform_(t: Tensor, fan_in: int, fan_out: int, g: torch.Generator) -> None:
@@ -65,7 +104,7 @@ class Linear(nn.Module):
             self.bias.data[i].uniform_(-bound, bound, generator=g)
 
     def forward(self, x: Tensor) -> Tensor:
-        if self.bias is not None and x.shape[0] == self.weight.shape[0] and self.in_features > SMALL_IN:
+        if self.bias is not None and x.shape[0] == self.weight.shape[0] and not _compiled_layout:
             return torch.baddbmm(self.bias, x, self.weight.transpose(1, 2))  # fused bias add
         y = member_matmul(x, self.weight)
         return y if self.bias is None else y + self.bias

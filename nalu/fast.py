@@ -36,6 +36,7 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call, grad
 
+from nalu.ensemble import compiled_layout
 from nalu.errors import check_choice
 
 def unsupported(model: nn.Module, optimizer: torch.optim.Optimizer) -> str | None:
@@ -131,6 +132,13 @@ class CompiledStep:
         # every parameter shares one step count (torch.optim.Adam keeps equal copies per parameter)
         t = state[0]["step"]
         args = (self.params, [s["exp_avg"] for s in state], [s["exp_avg_sq"] for s in state], t, x, y, alive, scales)
+        with compiled_layout():
+            loss = self._run(args)
+        for st in state[1:]:
+            st["step"].copy_(t)
+        return loss
+
+    def _run(self, args: tuple) -> Tensor:
         if self._first:  # compiles; where it cannot (no C++ compiler, say), the same step uncompiled
             self._first, start = False, time.perf_counter()
             try:
@@ -143,8 +151,6 @@ class CompiledStep:
             self.compile_s = time.perf_counter() - start
         else:
             loss = self._fn(*args)
-        for st in state[1:]:
-            st["step"].copy_(t)
         return loss
 
 

@@ -57,6 +57,7 @@ class NAU(nn.Module):
     """Neural addition unit: ``z = W x`` with ``W`` in [-1, 1]."""
 
     compilable = True  # nalu.fast can compile its training step
+    takes_parts = True  # forward accepts its input in parts (nalu.ensemble.member_matmul)
 
     low, high = -1.0, 1.0
 
@@ -117,6 +118,8 @@ class NMU(NAU):
 
     def init_member(self, i: int, g: torch.Generator) -> None:
         self.W.data[i].uniform_(0.25, 0.75, generator=g)
+
+    takes_parts = False  # a product over inputs: given whole
 
     def forward(self, x: Tensor) -> Tensor:
         W = self.clamped().unsqueeze(1)  # [M, 1, out, in]

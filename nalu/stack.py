@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from nalu.ensemble import count_members
+from nalu.ensemble import count_members, in_compiled_layout
 from nalu.errors import ConfigError, check_choice
 from nalu.units import UNITS
 
@@ -76,11 +76,19 @@ class Stack(nn.Module):
 
 
 def recur(cell: nn.Module, x: Tensor, state_size: int) -> Tensor:
-    """Run ``h_t = cell([x_t, h_{t-1}])`` over ``x`` of shape ``[M|1, B, T, in]``; return ``h_T``."""
+    """Run ``h_t = cell([x_t, h_{t-1}])`` over ``x`` of shape ``[M|1, B, T, in]``; return ``h_T``.
+
+    In a compiled step (``nalu.ensemble.compiled_layout``) a cell that ``takes_parts`` gets
+    ``(x_t, h_{t-1})`` unconcatenated, so that an input shared by every member stays one product
+    for all of them (``nalu.ensemble.member_matmul``)."""
     M = count_members(cell)
     h = x.new_zeros(M, x.shape[1], state_size)
+    parts = in_compiled_layout() and getattr(cell, "takes_parts", False)
     for t in range(x.shape[2]):
         x_t = x[:, :, t]
+        if parts:
+            h = cell((x_t, h))
+            continue
         if x_t.shape[0] != M:
             x_t = x_t.expand(M, -1, -1)
         h = cell(torch.cat([x_t, h], dim=-1))

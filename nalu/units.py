@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from nalu.ensemble import glorot_uniform_, member_matmul
+from nalu.ensemble import elementwise, glorot_uniform_, member_matmul
 from nalu.inalu import INALU
 from nalu.nau import NAU, NMU
 from nalu.nau import sparsity_error as weights_sparsity_error
@@ -34,6 +34,7 @@ class NAC(nn.Module):
     """
 
     compilable = True  # nalu.fast can compile its training step
+    takes_parts = True  # forward accepts its input in parts (nalu.ensemble.member_matmul)
 
     def __init__(self, in_features: int, out_features: int, members: int):
         super().__init__()
@@ -84,6 +85,7 @@ class NALU(nn.Module):
     """
 
     compilable = True  # nalu.fast can compile its training step
+    takes_parts = True  # forward accepts its input in parts (nalu.ensemble.member_matmul)
 
     def __init__(self, in_features: int, out_features: int, members: int, eps: float = 1e-7):
         super().__init__()
@@ -100,7 +102,7 @@ class NALU(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         W = self.nac.W
         a = member_matmul(x, W)
-        m = torch.exp(member_matmul(torch.log(torch.abs(x) + self.eps), W))
+        m = torch.exp(member_matmul(elementwise(lambda t: torch.log(torch.abs(t) + self.eps), x), W))
         g = torch.sigmoid(member_matmul(x, self.G))
         return g * a + (1 - g) * m
 

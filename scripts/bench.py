@@ -32,7 +32,8 @@ from tasks.mnist_data import raw_dir
 
 
 class Case:
-    """One model on one problem, ready to train: ``rate(steps)`` runs ``fit`` for ``steps``."""
+    """One model on one problem, ready to train: ``rate(steps)`` runs ``fit`` for ``steps``
+    (training only: the problem's evaluation is switched off, and ``eval_s`` times it apart)."""
 
     def __init__(self, overrides: list[str], seeds: int, ops: int, train_step: str, device: torch.device):
         with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
@@ -49,6 +50,8 @@ class Case:
         model = build_model(model_factory(cfg.model), in_features, 1, self.members, recurrent)
         init_members(model, seeds_)
         self.model, self.problem = model.to(device), problem.to(device)
+        self.evaluate = problem.evaluate
+        problem.evaluate = lambda model: {}  # training only: evaluation is measured apart (eval_s)
         self.opt = instantiate(cfg.optimizer)(model.parameters())
         self.train_step = train_step
         warm = fit(model, problem, self.opt, steps=20, eval_every=10**9, progress=False, train_step=train_step)
@@ -65,7 +68,7 @@ class Case:
         """One evaluation on the task's full test sets (the suite's 10,000 samples each)."""
         with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
             full = compose("config", [f"task={self.cfg.task.name}"]).task
-        problem = ArithmeticProblem(full, list(range(self.members)), False)
+        problem = ArithmeticProblem(full, list(range(self.members)), full.name.startswith("recurrent"))
         self.model.eval()
         start = time.perf_counter()
         with torch.no_grad():

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from nalu.cell import build_model, model_factory
-from nalu.ensemble import init_members
+from nalu.ensemble import compiled_layout, init_members
 from nalu.fast import CompiledStep, unsupported
 from nalu.nau import NAU
 from nalu.train import AutogradStep, fit
@@ -91,32 +91,82 @@ def copy_state(dst, src) -> None:
                 dst[1].state[p][key] = value.clone()
 
 
+def compare_steps(model_name, op, recurrent, extra, reference, candidate, rtol: float, steps: int = 30) -> None:
+    """Step by step along ``reference``'s run, from the same weights and moments: one step of
+    ``candidate`` equals one of ``reference``, then both continue from the reference's result.
+    ``reference``, ``candidate``: (model, optimizer) -> step. Both take the compiled step's
+    layout; ``test_compiled_layout_computes_the_same_model`` compares it with autograd's own."""
+    model, opt, problem = build(model_name, op, recurrent, extra)
+    twin = build(model_name, op, recurrent, extra)[:2]
+    ref, cand = reference(model, opt), candidate(*twin)
+    alive = torch.ones(len(SEEDS), dtype=torch.bool)
+    for step in range(1, steps + 1):
+        x, y = problem.batch()
+        copy_state(twin, (model, opt))
+        with compiled_layout():
+            losses = [take(x, y, alive, step) for take in (ref, cand)]
+        for m in (model, twin[0]):
+            for unit in m.modules():
+                if hasattr(unit, "after_step"):
+                    unit.after_step(step, losses[0])
+        close(losses[1], losses[0], "loss", step, rtol)
+        for (name, p), q in zip(model.named_parameters(), twin[0].parameters(), strict=True):
+            close(q, p, name, step, rtol)
+            for key in ("exp_avg", "exp_avg_sq", "step"):
+                close(twin[1].state[q][key], opt.state[p][key], f"{name} {key}", step, rtol)
+
+
 @pytest.mark.parametrize("recurrent", [False, True], ids=["static", "recurrent"])
 @pytest.mark.parametrize("range_name", RANGES)
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "square", "sqrt"])
 @pytest.mark.parametrize("model_name", UNITS)
 def test_functional_step_is_the_autograd_step_in_float64(model_name, op, range_name, recurrent):
-    """Step by step along the autograd run, from the same weights and moments: one functional
-    step equals one autograd step to 1e-10 (ramped regularisers, clamps and all)."""
-    extra = UNITS[model_name] + RANGES[range_name]
+    """One functional step equals one autograd step to 1e-10 along 30 steps (ramped
+    regularisers, clamps and all)."""
     with default_dtype(torch.float64):
-        model, opt, problem = build(model_name, op, recurrent, extra)
-        twin = build(model_name, op, recurrent, extra)[:2]
-        reference, functional = AutogradStep(model, opt), CompiledStep(twin[0], twin[1], compile=False)
-        alive = torch.ones(len(SEEDS), dtype=torch.bool)
-        for step in range(1, 31):
-            x, y = problem.batch()
-            copy_state(twin, (model, opt))
-            losses = [take(x, y, alive, step) for take in (reference, functional)]
-            for m in (model, twin[0]):
-                for unit in m.modules():
-                    if hasattr(unit, "after_step"):
-                        unit.after_step(step, losses[0])
-            torch.testing.assert_close(losses[1], losses[0], rtol=1e-10, atol=0, equal_nan=True)
-            for (name, p), q in zip(model.named_parameters(), twin[0].parameters(), strict=True):
-                torch.testing.assert_close(q, p, rtol=1e-10, atol=1e-14, msg=lambda m, n=name, s=step: f"{n}@{s}: {m}")
-                for key in ("exp_avg", "exp_avg_sq", "step"):
-                    torch.testing.assert_close(twin[1].state[q][key], opt.state[p][key], rtol=1e-10, atol=1e-14)
+        compare_steps(model_name, op, recurrent, UNITS[model_name] + RANGES[range_name], AutogradStep,
+                      lambda m, o: CompiledStep(m, o, compile=False), rtol=1e-10)  # fmt: skip
+
+
+@pytest.mark.parametrize("recurrent", [False, True], ids=["static", "recurrent"])
+@pytest.mark.parametrize("model_name", ["nalu", "nmu"])
+def test_compiled_step_is_the_functional_step(model_name, recurrent):
+    """The compiled function is the functional one, in float64 to 1e-10. (In float32 inductor's
+    kernels round otherwise than eager's, e.g. a vectorised exp; a recurrent NALU's gradient
+    then differs by up to 0.5% of its largest entry after one step.)"""
+    with default_dtype(torch.float64):
+        compare_steps(model_name, "mul", recurrent, UNITS[model_name], lambda m, o: CompiledStep(m, o, compile=False),
+                      lambda m, o: CompiledStep(m, o, compile=True), rtol=1e-10, steps=12)  # fmt: skip
+
+
+@pytest.mark.parametrize("recurrent", [False, True], ids=["static", "recurrent"])
+@pytest.mark.parametrize("model_name", UNITS)
+def test_compiled_layout_computes_the_same_model(model_name, recurrent):
+    """Elementwise small products and unconcatenated recurrent inputs (``compiled_layout``) give
+    the autograd layout's outputs and gradients to 1e-10 (the order of a sum, which the recurrent
+    NALU amplifies: 5e-12 after its 10 steps)."""
+    with default_dtype(torch.float64):
+        model, _, problem = build(model_name, "mul", recurrent, UNITS[model_name])
+        x, y = problem.batch()
+        outputs, grads = [], []
+        for layout in (contextlib.nullcontext, compiled_layout):
+            model.zero_grad()
+            with layout():
+                out = model(x)
+            (out - y).square().sum().backward()
+            outputs.append(out.detach())
+            grads.append([p.grad.clone() for p in model.parameters()])
+    close(outputs[1], outputs[0], "output", 0)
+    for a, b in zip(*grads, strict=True):
+        close(a, b, "gradient", 0)
+
+
+def close(a, b, what: str, step: int, rtol: float = 1e-10) -> None:
+    """Equal to ``rtol``, elementwise or relative to the tensor's largest entry: a gradient that
+    is a sum of cancelling terms rounds differently when its terms are summed in another order."""
+    scale = float(b.detach().abs().max()) if b.numel() else 0.0
+    torch.testing.assert_close(a, b, rtol=rtol, atol=rtol * scale + 1e-300, equal_nan=True,
+                               msg=lambda m: f"{what} at step {step}: {m}")  # fmt: skip
 
 
 @pytest.mark.parametrize("recurrent", [False, True], ids=["static", "recurrent"])
@@ -151,12 +201,10 @@ def test_functional_step_freezes_a_diverged_member_as_autograd_does():
     assert_same(functional, reference, rtol=1e-10)
 
 
-@pytest.mark.parametrize("recurrent", [False, True], ids=["static", "recurrent"])
-def test_compiled_step_matches_the_functional_step(recurrent):
-    compiled = train("nalu", "mul", recurrent, [], "compiled", steps=12, lr=1e-3)
-    functional = train("nalu", "mul", recurrent, [], "functional", steps=12, lr=1e-3)
-    assert compiled[0].train_step == "compiled" and compiled[0].compile_s > 0
-    assert_same(compiled, functional, rtol=1e-4)
+def test_fit_takes_the_compiled_step_and_reports_it():
+    result = train("nalu", "mul", False, [], "compiled", steps=12, lr=1e-3)
+    assert result[0].train_step == "compiled" and result[0].compile_s > 0
+    assert train("inalu", "mul", False, [], "compiled", steps=3)[0].train_step == "autograd"
 
 
 def test_unsupported_models_and_optimisers_take_the_autograd_path():
