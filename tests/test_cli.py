@@ -142,7 +142,8 @@ def test_tiny_table1_end_to_end(workdir):
 
 
 def test_tiny_table5_end_to_end(workdir):
-    tiny = ["progress=false", "task.steps=20", "task.eval_every=10", "seeds=3", "task.table5.points=101"]
+    tiny = ["progress=false", "task.steps=20", "task.eval_every=10", "seeds=3", "task.table5.points=101",
+            "train_step=autograd"]
     cli(RUN + ["-m", "+experiment=table5", "model.activation_name=ReLU,PReLU,Threshold"] + tiny, workdir)
     cli(RUN + ["-m", "+experiment=table5_units", "model=nalu"] + tiny, workdir)
     out = workdir / "results"

@@ -111,7 +111,7 @@ def test_fused_sweep_on_submitit_runs_a_group_per_array_task(workdir):
 @pytest.mark.parametrize("launcher", ["fused", "basic"])
 def test_cells_that_cannot_fuse_still_run_under_the_fused_launcher(workdir, launcher):
     cli(RUN + ["task=identity", "model=mlp", "model.activation_name=ReLU,Tanh", f"hydra/launcher={launcher}",
-               "name=identity", "progress=false", "task.steps=20", "task.eval_every=10", "seeds=2",
+               "name=identity", "progress=false", "task.steps=20", "task.eval_every=10", "seeds=2", "train_step=autograd",
                "task.table5.points=101"], workdir)  # fmt: skip
     made = [json.loads(p.read_text()) for p in (workdir / "multirun/identity").glob("*/metrics.json")]
     assert len(made) == 2 and all(m["complete"] and m["fused_with"] == [] for m in made)
