@@ -21,9 +21,10 @@ clamps (``after_step``, run eagerly after it) see them as they see the autograd 
 ``c_u = penalty_scale(step)`` of each regularised unit (NAU, NMU) is passed as a tensor, so a
 ramp does not recompile.
 
-The autograd path stays the reference: ``tests/test_fast.py`` checks this step against it in
-float64 for every supported unit (uncompiled, to 1e-10 relative) and the compiled one in
-float32. Supported are the models of Table 1 and the units table: stacks of NAC, NALU, NAU and
+The autograd path stays the reference: ``tests/test_fast.py`` checks one step of this function
+against one autograd step from the same state, in float64 to 1e-10, for every supported unit,
+and the compiled function against the uncompiled one (float64, 1e-10). The compiled step traces
+its own layout of the same model (``nalu.ensemble.compiled_layout``). Supported are the models of Table 1 and the units table: stacks of NAC, NALU, NAU and
 NMU, and the MLPs (ReLU6, "None"), feed-forward or recurrent, trained with plain Adam.
 """
 
