@@ -151,13 +151,13 @@ def group_key(cfg: DictConfig) -> str:
     data.pop("hydra", None)
     if not hasattr(task, "run_group"):
         return "alone:" + config_hash(OmegaConf.create(data))
-    for key in (*NOT_HASHED, *task.FUSES):
+    for key in task.FUSES:
         *path, last = key.split(".")
         node = data
         for part in path:
             node = node.get(part, {})
         node.pop(last, None)
-    return hashlib.sha256(OmegaConf.to_yaml(OmegaConf.create(data)).encode()).hexdigest()[:16]
+    return config_hash(OmegaConf.create(data))
 
 
 class GroupLog:
