@@ -70,6 +70,7 @@ class DenseLayer(nn.Module):
     """``act(W x + b)``; the last layer of a stack is linear (no activation)."""
 
     compilable = True  # nalu.fast can compile its training step
+    takes_parts = True  # forward accepts its input in parts, feature-major too (nalu.ensemble)
 
     def __init__(self, in_features: int, out_features: int, members: int, act: nn.Module):
         super().__init__()
@@ -83,8 +84,8 @@ class DenseLayer(nn.Module):
         if self.linear.bias is not None:
             self.linear.bias.data[i] = 0.0
 
-    def forward(self, x: Tensor) -> Tensor:
-        return self.act(self.linear(x))
+    def forward(self, x: Tensor | ensemble.Parts) -> Tensor:
+        return self.act(self.linear(x))  # the activation acts elementwise, in either layout
 
 
 def MLP(

@@ -25,6 +25,7 @@ from torch import Tensor, nn
 
 SMALL_IN = 4  # input width up to which a compiled per-member product is computed elementwise
 _compiled_layout = False  # see compiled_layout
+_feature_major = False  # see feature_major
 
 
 @contextlib.contextmanager
@@ -45,6 +46,22 @@ def in_compiled_layout() -> bool:
     return _compiled_layout
 
 
+@contextlib.contextmanager
+def feature_major():
+    """Within: inputs given in parts to ``member_matmul`` are feature-major, ``[M|1, in, B]``, and
+    products come out ``[M, out, B]``. A recurrent cell's state is two or so features wide; laid
+    out ``[M, B, 2]`` its elementwise work runs in loops whose innermost dimension is 2, which
+    inductor vectorises with masked 16-lane loads (most of a recurrent step's time); laid out
+    ``[M, 2, B]`` the innermost loop runs over the batch. Used by ``nalu.stack.recur`` in a
+    compiled step only: the same products, in another memory order."""
+    global _feature_major
+    before, _feature_major = _feature_major, True
+    try:
+        yield
+    finally:
+        _feature_major = before
+
+
 Parts = tuple[Tensor, ...]  # an input given as pieces of its last dimension, e.g. (x_t, h_{t-1})
 
 
@@ -56,9 +73,10 @@ def member_matmul(x: Tensor | Parts, weight: Tensor) -> Tensor:
     is then one product for all of them, a member's own narrow state an elementwise one."""
     if isinstance(x, tuple):
         out, start = None, 0
+        product = _feature_major_matmul if _feature_major else member_matmul
         for part in x:
-            width = part.shape[-1]
-            y = member_matmul(part, weight[..., start : start + width])
+            width = part.shape[-2 if _feature_major else -1]
+            y = product(part, weight[..., start : start + width])
             out, start = y if out is None else out + y, start + width
         return out
     M, out, inp = weight.shape
@@ -69,6 +87,18 @@ def member_matmul(x: Tensor | Parts, weight: Tensor) -> Tensor:
     if x.shape[0] == 1:  # shared input: one [B, in] @ [in, M*out] product for all members
         y = x[0] @ weight.reshape(M * out, inp).T
         return y.view(x.shape[1], M, out).transpose(0, 1).contiguous()
+    raise ValueError(f"input has {x.shape[0]} members, weights have {M}")
+
+
+def _feature_major_matmul(x: Tensor, weight: Tensor) -> Tensor:
+    """``weight @ x`` per member: ``x`` is ``[M|1, in, B]``, the result ``[M, out, B]``."""
+    M, out, inp = weight.shape
+    if x.shape[0] == M:
+        if inp <= SMALL_IN:  # elementwise, the innermost loop over the batch
+            return (weight.unsqueeze(-1) * x.unsqueeze(1)).sum(2)
+        return torch.bmm(weight, x)
+    if x.shape[0] == 1:  # shared input: one [M*out, in] @ [in, B] product for all members
+        return (weight.reshape(M * out, inp) @ x[0]).view(M, out, x.shape[2])
     raise ValueError(f"input has {x.shape[0]} members, weights have {M}")
 
 
@@ -103,11 +133,13 @@ class Linear(nn.Module):
         if self.bias is not None:
             self.bias.data[i].uniform_(-bound, bound, generator=g)
 
-    def forward(self, x: Tensor) -> Tensor:
-        if self.bias is not None and x.shape[0] == self.weight.shape[0] and not _compiled_layout:
+    def forward(self, x: Tensor | Parts) -> Tensor:
+        if not _compiled_layout and self.bias is not None and x.shape[0] == self.weight.shape[0]:
             return torch.baddbmm(self.bias, x, self.weight.transpose(1, 2))  # fused bias add
         y = member_matmul(x, self.weight)
-        return y if self.bias is None else y + self.bias
+        if self.bias is None:
+            return y
+        return y + (self.bias.transpose(1, 2) if _feature_major else self.bias)  # [M, out, 1] or [M, 1, out]
 
 
 class Embedding(nn.Module):

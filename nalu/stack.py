@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from nalu.ensemble import count_members, in_compiled_layout
+from nalu.ensemble import count_members, feature_major, in_compiled_layout
 from nalu.errors import ConfigError, check_choice
 from nalu.units import UNITS
 
@@ -66,6 +66,8 @@ class Stack(nn.Module):
             self.layers[0].init_identity_state(i, self.n_inputs)
 
     def forward(self, x: Tensor) -> Tensor:
+        if in_compiled_layout() and takes_parts(self.layers[0]):
+            return self._forward_feature_major(x)
         layers = iter(self.layers)
         if self.recurrent:
             cell = next(layers)
@@ -74,24 +76,52 @@ class Stack(nn.Module):
             x = layer(x)
         return x
 
+    def _forward_feature_major(self, x: Tensor) -> Tensor:
+        """The same model as the layout a compiled step traces (``nalu.ensemble.compiled_layout``):
+        the leading layers that ``takes_parts`` read their input in parts and feature-major,
+        ``[M|1, features, B]`` (``nalu.ensemble.feature_major``), so that an input shared by every
+        member is one product for all of them and the elementwise work of a 1- or 2-wide layer
+        loops over the batch; the layers after them get ``[M, B, features]`` as usual."""
+        layers = list(self.layers)
+        if self.recurrent:
+            h = x.permute(0, 2, 3, 1).contiguous()  # [M|1, T, in, B]
+            with feature_major():
+                h = recur_parts(layers.pop(0), h, self.state_size)
+        else:
+            h = x.transpose(1, 2)  # [M|1, in, B]
+        with feature_major():
+            while layers and takes_parts(layers[0]):
+                h = layers.pop(0)((h,))
+        x = h.transpose(1, 2)  # [M, B, features]
+        for layer in layers:
+            x = layer(x)
+        return x
+
+
+def takes_parts(layer: nn.Module) -> bool:
+    """Whether ``layer`` accepts its input as a tuple of parts (``nalu.ensemble.member_matmul``)."""
+    return getattr(layer, "takes_parts", False)
+
 
 def recur(cell: nn.Module, x: Tensor, state_size: int) -> Tensor:
-    """Run ``h_t = cell([x_t, h_{t-1}])`` over ``x`` of shape ``[M|1, B, T, in]``; return ``h_T``.
-
-    In a compiled step (``nalu.ensemble.compiled_layout``) a cell that ``takes_parts`` gets
-    ``(x_t, h_{t-1})`` unconcatenated, so that an input shared by every member stays one product
-    for all of them (``nalu.ensemble.member_matmul``)."""
+    """Run ``h_t = cell([x_t, h_{t-1}])`` over ``x`` of shape ``[M|1, B, T, in]``; return ``h_T``
+    (``h_0 = 0``), ``[M, B, state]``."""
     M = count_members(cell)
     h = x.new_zeros(M, x.shape[1], state_size)
-    parts = in_compiled_layout() and getattr(cell, "takes_parts", False)
     for t in range(x.shape[2]):
         x_t = x[:, :, t]
-        if parts:
-            h = cell((x_t, h))
-            continue
         if x_t.shape[0] != M:
             x_t = x_t.expand(M, -1, -1)
         h = cell(torch.cat([x_t, h], dim=-1))
+    return h
+
+
+def recur_parts(cell: nn.Module, xT: Tensor, state_size: int) -> Tensor:
+    """``recur`` for a cell that ``takes_parts``, feature-major: ``xT`` is ``[M|1, T, in, B]``,
+    the cell reads ``(x_t, h_{t-1})`` unconcatenated, and ``h_T`` comes back ``[M, state, B]``."""
+    h = xT.new_zeros(count_members(cell), state_size, xT.shape[-1])
+    for t in range(xT.shape[1]):
+        h = cell((xT[:, t], h))
     return h
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
 import torch
 
@@ -22,11 +23,26 @@ def member(metrics: dict, seed: int) -> dict:
     return next(m for m in metrics["members"] if m["seed"] == seed)
 
 
-def assert_same_member(m1: dict, m2: dict, rtol: float) -> None:
+def validation(run_dir, seed: int) -> dict[int, float]:
+    h = pd.read_csv(run_dir / "history.csv")
+    h = h[(h.seed == seed) & (h.metric == "validation")]
+    return dict(zip(h.step, h.value, strict=True))
+
+
+def assert_same_member(m1: dict, m2: dict, rtol: float, curves: tuple[dict, dict] | None = None) -> None:
+    """Equal metrics to ``rtol`` and the same best step, or, where ``curves`` (each run's
+    validation per evaluated step) are given, best steps whose validation values tie to ``rtol``
+    in both runs: which of two near-equal evaluations is lower is itself rounding."""
     for when in ("init", "final", "best"):
         for k, v in m1[when].items():
             assert math.isclose(v, m2[when][k], rel_tol=rtol, abs_tol=1e-9), (when, k, v, m2[when][k])
-    assert m1["best_step"] == m2["best_step"] and m1["diverged"] == m2["diverged"]
+    assert m1["diverged"] == m2["diverged"]
+    if m1["best_step"] == m2["best_step"] or curves is None:
+        assert m1["best_step"] == m2["best_step"]
+        return
+    for curve in curves:
+        a, b = curve[m1["best_step"]], curve[m2["best_step"]]
+        assert math.isclose(a, b, rel_tol=rtol), (m1["best_step"], a, m2["best_step"], b)
 
 
 @pytest.mark.parametrize("model,steps,rtol", [("nac", LONGER, 1e-4), ("relu6", LONGER, 1e-4),
@@ -36,12 +52,15 @@ def test_every_seed_in_ensemble_matches_seed_alone_up_to_rounding(tmp_path, mode
     """Alone and in a batch of ten, a seed's matrix products round differently; the rest is the
     same. A NAC or an MLP ends equal to 1e-4 over 300 steps. A NALU amplifies the rounding
     (an Adam step follows the sign of a rounding-size gradient): 1e-3 after 10 steps, and after
-    thousands its seeds alone and batched can end far apart."""
+    thousands its seeds alone and batched can end far apart; its best step may then be either
+    of two evaluations whose validation values tie to 1e-3."""
     base = TINY_ARITHMETIC + steps + [f"model={model}", "task.op=mul", f"task.shared_batches={shared}"]
     together = run_job(compose(base + ["seeds=10"]), tmp_path / "ten")
     for seed in range(10):
         alone = run_job(compose(base + [f"seeds=[{seed}]"]), tmp_path / f"one{seed}")
-        assert_same_member(member(together, seed), member(alone, seed), rtol=rtol)
+        curves = (validation(tmp_path / "ten", seed), validation(tmp_path / f"one{seed}", seed))
+        assert_same_member(member(together, seed), member(alone, seed), rtol=rtol,
+                           curves=curves if model == "nalu" else None)  # fmt: skip
 
 
 def test_members_never_interact(tmp_path):
