@@ -11,7 +11,7 @@ from torch import nn
 from nalu import device as devices
 from nalu.ensemble import init_members
 from nalu.errors import ConfigError
-from nalu.train import FitResult, Problem, fit
+from nalu.train import EvalSchedule, FitResult, Problem, fit
 
 
 def model_factory(model_cfg: DictConfig) -> Callable[..., nn.Module]:
@@ -55,6 +55,12 @@ def summarise(result: FitResult, seeds: list[int]) -> list[dict]:
     return out
 
 
+def eval_schedule(task: DictConfig) -> EvalSchedule:
+    """``task.eval_every``, thinned to ``task.eval_late_every`` after ``task.eval_late_from``
+    where a task sets them (the arithmetic tasks' paper budget does)."""
+    return EvalSchedule(task.eval_every, task.get("eval_late_from"), task.get("eval_late_every"))
+
+
 def train_cell(
     cfg: DictConfig, problem: Problem, in_features: int, out_features: int, recurrent: bool,
     log, select: str | None, factory: Callable[..., nn.Module] | None = None,
@@ -73,7 +79,7 @@ def train_cell(
     problem.to(device)
     optimizer = instantiate(cfg.optimizer)(model.parameters())
     result = fit(
-        model, problem, optimizer, steps=cfg.task.steps, eval_every=cfg.task.eval_every,
+        model, problem, optimizer, steps=cfg.task.steps, eval_every=eval_schedule(cfg.task),
         select=select, log=log.metrics, progress=cfg.progress, desc=log.name,
         checkpoint=getattr(log, "checkpoint", None), train_step=cfg.get("train_step", "autograd"),
     )  # fmt: skip

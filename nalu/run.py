@@ -70,6 +70,14 @@ def resolve_seeds(seeds) -> list[int]:
     return seeds
 
 
+def check_budget(cfg: DictConfig) -> None:
+    """``budget`` names one of the task's ``budgets`` (tasks without any have only ``default``)."""
+    budget = cfg.get("budget", "default")
+    valid = list(cfg.task.get("budgets") or {"default": None})
+    if budget not in valid:
+        raise ConfigError(f"task {cfg.task.name} has no budget '{budget}'; valid: {', '.join(valid)}")
+
+
 def cell_path(task_cell: str, model: str, uses_model: bool = True) -> str:
     """``<task cell>/<model>``; tasks that build their own model (``uses_model: false``) omit it."""
     return f"{task_cell}/{model}" if uses_model else task_cell
@@ -125,6 +133,7 @@ def prepare(cfg: DictConfig, out_dir: Path) -> Cell | None:
         cfg.seeds = resolve_seeds(OmegaConf.to_object(cfg.seeds) if OmegaConf.is_list(cfg.seeds)
                                   else cfg.seeds)  # fmt: skip
     devices.resolve(cfg.device)  # a bad or absent device fails here, in one line, before any work
+    check_budget(cfg)
     digest = config_hash(cfg)
     name = cell_name(cfg)
     reason = "force=true" if cfg.force else out_of_date(out_dir, digest)
@@ -201,9 +210,13 @@ def run_cells(pairs: list[tuple[DictConfig, Path]]) -> list[dict | None]:
     if len(todo) > 1 and not hasattr(task, "run_group"):
         raise ConfigError(f"task {cfg.task.name} trains one cell at a time; {len(todo)} were given together")
 
-    key = hashlib.sha256(repr(([c.digest for c in todo], sorted(code.items()))).encode()).hexdigest()[:16]
-    checkpoint = Checkpoint(todo[0].out_dir / "checkpoint.pt", float(cfg.get("checkpoint_every_s", 600)), key)
-    resume_step = checkpoint.step()
+    key = hashlib.sha256(repr([c.digest for c in todo]).encode()).hexdigest()[:16]
+    checkpoint = Checkpoint(todo[0].out_dir / "checkpoint.pt", float(cfg.get("checkpoint_every_s", 600)), key,
+                            code=lambda: imported(code), changed=changed)  # fmt: skip
+    saved, unusable = checkpoint.read()
+    if unusable:
+        print(f"{todo[0].name}: not resuming from {checkpoint.path}: {unusable}", file=sys.stderr)
+    resume_step = saved["step"] if saved else 0
     logs = [open_logger(c, resume=resume_step > 0) for c in todo]
     log = logs[0] if len(logs) == 1 else GroupLog(logs)
     log.checkpoint, checkpoint.on_resume = checkpoint, log.rewind
