@@ -16,6 +16,13 @@ DRY := $(if $(filter 1 true yes,$(DRY_RUN)),dry_run=true progress=false hydra/jo
 ON := $(if $(DEVICE),device=$(DEVICE))
 SWEEP := $(if $(filter 1 true yes,$(DRY_RUN)),$(DRY),hydra/launcher=fused hydra.launcher.n_jobs=$(JOBS)) $(ON)
 export WANDB_MODE ?= offline
+# BUDGET=paper: Table 1 at the literature's budgets (5,000,000 static steps, Madsen & Johansen 2020;
+# 2,000,000 recurrent, Hoedt et al. 2021): configs/experiment/*_paper.yaml, cells committed in
+# results/cells/ (a killed run resumes from its checkpoint), tables results/table1_paper.*
+BUDGET ?= default
+$(if $(filter-out default paper,$(BUDGET)),$(error BUDGET must be default or paper, got '$(BUDGET)'))
+PAPER := $(if $(filter paper,$(BUDGET)),_paper)
+T1_RUNS := $(if $(PAPER),results/cells,multirun)
 
 .PHONY: help install data test bench reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-units clean
 
@@ -41,10 +48,11 @@ bench: install  ## print throughput figures (member-steps per second); DEVICE=cu
 reproduce-all: data  ## every target below in turn, skipping those up to date; a summary at the end (about 4.5 h)
 	$(PY) scripts/reproduce_all.py --jobs $(JOBS)
 
-reproduce-table1: install  ## Table 1: static + recurrent arithmetic, 10 seeds per cell -> results/table1.*
-	$(RUN) -m +experiment=table1_static $(SWEEP)
-	$(RUN) -m +experiment=table1_recurrent $(SWEEP)
-	$(TABLES) table1 --static multirun/table1_static --recurrent multirun/table1_recurrent --out results
+reproduce-table1: install  ## Table 1: static + recurrent arithmetic, 10 seeds per cell -> results/table1.* (BUDGET=paper: table1_paper.*)
+	$(RUN) -m +experiment=table1_static$(PAPER) $(SWEEP)
+	$(RUN) -m +experiment=table1_recurrent$(PAPER) $(SWEEP)
+	$(TABLES) table1 --static $(T1_RUNS)/table1_static$(PAPER) --recurrent $(T1_RUNS)/table1_recurrent$(PAPER) \
+		--out results --name table1$(PAPER)
 
 reproduce-table2: data  ## Table 2: MNIST counting + addition, 12 cells x 3 seeds -> results/table2.*
 	$(RUN) -m +experiment=table2 $(SWEEP)

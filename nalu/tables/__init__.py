@@ -1,6 +1,6 @@
 """Result tables and figures, rebuilt from run directories (``python -m nalu.tables ...``).
 
-    python -m nalu.tables table1 [--static DIR] [--recurrent DIR] [--out results]
+    python -m nalu.tables table1 [--static DIR] [--recurrent DIR] [--out results] [--name table1]
     python -m nalu.tables table2 [--runs DIR] [--out results]
     python -m nalu.tables table3 [--runs DIR] [--out results]     (also Figure 3)
     python -m nalu.tables table4 [--runs DIR] [--out results]
@@ -42,6 +42,7 @@ def main(argv: list[str] | None = None) -> None:
     t1.add_argument("--reference", choices=["random", "init"], default="random",
                     help="scale by random reference models, or by each model's own initial state")
     t1.add_argument("--solved-below", type=float, default=0.05)
+    t1.add_argument("--name", default="table1", help="the files' stem: <out>/<name>.md, .csv (table1_paper)")
     for name, (_, help_text) in SIMPLE.items():
         t = sub.add_parser(name, help=help_text)
         t.add_argument("--runs", type=Path, default=Path(f"multirun/{name}"))
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
     if a.what == "table1":
         from nalu.tables import table1
 
-        paths = table1.build(a.static, a.recurrent, a.out, a.checkpoint, a.reference, a.solved_below)
+        paths = table1.build(a.static, a.recurrent, a.out, a.checkpoint, a.reference, a.solved_below, a.name)
     elif a.what == "units":
         from nalu.tables import units
 
