@@ -1,13 +1,19 @@
-"""Table 1 arithmetic on hand-made metrics: seed choice, divergence counting, scaled scores."""
+"""Table 1 and the units table on hand-made metrics: seed choice, the oracle view, divergence
+counting, scaled scores, both success thresholds, refusals."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
+import pandas as pd
+import pytest
 
+from nalu.tables import table1, units
 from nalu.tables.common import quantiles
-from nalu.tables.table1 import cell_rows, verdict
+from nalu.tables.table1 import cell_rows, selection_text, verdict
+
+from .conftest import cli
 
 
 def member(seed, validation, interp, extrap, diverged=False, ref=100.0):
@@ -46,3 +52,58 @@ def test_verdict():
     assert verdict(2000.0, math.inf) == "match (>999)"
     assert verdict(27.0, math.inf) == "better"
     assert verdict(20.0, 10.0) == "x2"
+
+
+def test_oracle_is_the_best_seed_on_the_range_itself():
+    cell = {"task": "static_arithmetic", "label": "a+b", "model": "nalu", "members": [
+        member(0, validation=5.0, interp=5.0, extrap=0.01),  # extrapolates, but validation does not pick it
+        member(1, validation=0.1, interp=0.1, extrap=0.001, diverged=True),  # diverged seeds are no oracle
+        member(2, validation=1.0, interp=1.0, extrap=2.0),
+    ]}  # fmt: skip
+    interp, extrap = cell_rows(cell, "best", "random", solved_below=0.05)
+    assert (extrap["ours"], extrap["oracle"]) == (2.0, 0.01)
+    assert (interp["ours"], interp["oracle"]) == (1.0, 1.0)
+
+
+def test_selection_text_sorts_the_papers_zero_cells_by_what_prints_zero():
+    df = pd.DataFrame([
+        {"task": "static", "range": "extrapolation", "function": "a+b", "model": "nac", "ours": 0.0, "oracle": 0.0, "paper": 0.0},
+        {"task": "static", "range": "extrapolation", "function": "a*b", "model": "nalu", "ours": 3.0, "oracle": 0.01, "paper": 0.0},
+        {"task": "static", "range": "extrapolation", "function": "a^2", "model": "nalu", "ours": 9.0, "oracle": 4.0, "paper": 0.0},
+        {"task": "static", "range": "extrapolation", "function": "a/b", "model": "nac", "ours": 9.0, "oracle": 4.0, "paper": 7.0},
+        {"task": "static", "range": "interpolation", "function": "a^2", "model": "nalu", "ours": 9.0, "oracle": 4.0, "paper": 0.0},
+    ])  # fmt: skip
+    text = selection_text(df)
+    assert "Of the 3 extrapolation cells" in text
+    assert "prints 0.0 too in 1: static nac a+b;" in text
+    assert "only the oracle seed prints 0.0 in 1, where the selection rule explains the difference: static nalu a*b (3.0; oracle 0.0);" in text
+    assert "no seed prints 0.0 in 1, where selection cannot explain it: static nalu a^2 (9.0; oracle 4.0)." in text
+
+
+@pytest.mark.parametrize("what", ["table1", "table2", "table3", "table4", "table5", "figure4", "figure5", "units"])
+def test_tables_refuse_to_write_from_no_cells(tmp_path, what):
+    """With no finished runs, a table command exits non-zero in one line and leaves the folder
+    it would write (here holding an earlier table) untouched."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / f"{what}.md").write_text("the committed table")
+    args = [what, "--out", str(out)] + (["--static", str(tmp_path / "a"), "--recurrent", str(tmp_path / "b")]
+                                        if what == "table1" else ["--runs", str(tmp_path / "a")])  # fmt: skip
+    p = cli(["-m", "nalu.tables", *args], cwd=tmp_path, check=False)
+    assert p.returncode != 0
+    assert p.stderr.strip().splitlines()[-1].startswith("error: no finished") and "nothing written" in p.stderr
+    assert "Traceback" not in p.stderr
+    assert sorted(f.name for f in out.iterdir()) == [f"{what}.md"] and (out / f"{what}.md").read_text() == "the committed table"
+
+
+def test_units_count_seeds_under_both_thresholds(tmp_path):
+    def seed(k, extrap, ours, published):
+        return {"seed": k, "diverged": False, "best": {"extrapolation": extrap}, "solved": extrap < ours,
+                "success_threshold": ours, "solved_published": extrap < published, "sparsity_error": 0.0}  # fmt: skip
+
+    (tmp_path / "history.csv").write_text("step,seed,metric,value\n10,0,extrapolation,1.0\n10,1,extrapolation,1.0\n")
+    cell = {"label": "a+b", "model": "nau", "steps": 10, "run_dir": str(tmp_path), "config": {"task": {"success": {"epsilon": 1e-5}}},
+            "members": [seed(0, 1.05, 1.1, 1.0), seed(1, 0.5, 1.1, 1.0), seed(2, 2.0, 1.1, 1.0)]}  # fmt: skip
+    row = units.rows([cell]).iloc[0]
+    assert (row.solved, row.solved_published, row.seeds) == (2, 1, 3)
+    assert units.shown(units.with_paper(units.rows([cell])))["success, published threshold"].iloc[0] == "1/3"

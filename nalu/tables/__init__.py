@@ -7,7 +7,7 @@
     python -m nalu.tables table5 [--runs DIR] [--out results]
     python -m nalu.tables figure4 [--runs DIR] [--out results]
     python -m nalu.tables figure5 [--runs DIR] [--out results]
-    python -m nalu.tables units [--runs DIR] [--long DIR] [--out results]
+    python -m nalu.tables units [--runs DIR...] [--long DIR] [--out results] [--name units]
     python -m nalu.tables curves <run dir> [--out file.png]
 """
 
@@ -48,10 +48,12 @@ def main(argv: list[str] | None = None) -> None:
         t.add_argument("--runs", type=Path, default=Path(f"multirun/{name}"))
         t.add_argument("--out", type=Path, default=Path("results"))
     un = sub.add_parser("units", help="every arithmetic unit, success rates (Madsen & Johansen 2020)")
-    un.add_argument("--runs", type=Path, default=Path("multirun/units"))
+    un.add_argument("--runs", type=Path, nargs="+", default=[Path("multirun/units")],
+                    help="sweep folders whose static arithmetic cells make the table")
     un.add_argument("--long", type=Path, default=Path("multirun/units_long"),
                     help="the same cells with longer budgets (left out if absent)")
     un.add_argument("--out", type=Path, default=Path("results"))
+    un.add_argument("--name", default="units", help="the files' stem: <out>/<name>.md, .csv, .png (units_paper)")
     cv = sub.add_parser("curves", help="plot a run directory's history.csv")
     cv.add_argument("run_dir", type=Path)
     cv.add_argument("--out", type=Path, default=None)
@@ -64,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
     elif a.what == "units":
         from nalu.tables import units
 
-        paths = units.build(a.runs, a.out, a.long)
+        paths = units.build(a.runs, a.out, a.long, a.name)
     elif a.what in SIMPLE:
         module = importlib.import_module(f"nalu.tables.{SIMPLE[a.what][0]}")
         paths = module.build(a.runs, a.out)

@@ -35,6 +35,30 @@ def load_cells(*roots: Path) -> list[dict]:
     return cells
 
 
+def require(cells: list[dict], what: str, roots, target: str) -> list[dict]:
+    """``cells``, or exit with one line (writing nothing) when there are none: a table built from
+    no runs would overwrite the committed one with blanks."""
+    if not cells:
+        where = ", ".join(str(r) for r in (roots if isinstance(roots, list | tuple) else [roots]))
+        raise SystemExit(f"error: no finished {what} cells under {where}; nothing written "
+                         f"(run `make {target}` first)")  # fmt: skip
+    return cells
+
+
+def machines(cells: list[dict]) -> str:
+    """Where the cells ran, one line: results repeat bit for bit on one machine only (a run
+    resumed from a checkpoint may have had several sittings, on several machines)."""
+    from nalu.machine import describe
+
+    seen: dict[str, int] = {}
+    for c in cells:
+        envs = [s.get("environment") for s in c.get("sittings", [])] or [c.get("environment")]
+        for env in envs:
+            text = describe(env)
+            seen[text] = seen.get(text, 0) + 1
+    return "Run on: " + "; ".join(seen) + "."
+
+
 def paper(name: str) -> pd.DataFrame:
     return pd.read_csv(PAPER_DIR / f"{name}.csv", dtype=str, keep_default_na=False)
 

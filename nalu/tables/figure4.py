@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from nalu.io import write_text_atomic  # noqa: E402
-from nalu.tables.common import load_cells, to_markdown  # noqa: E402
+from nalu.tables.common import load_cells, require, to_markdown  # noqa: E402
 
 MODELS = {"ugrnn": "UGRNN", "lstm": "LSTM", "dnc": "DNC", "ugrnn_nalu": "UGRNN + NALU",
           "lstm_nalu": "LSTM + NALU", "dnc_nalu": "DNC + NALU", "nalu": "recurrent NALU"}  # fmt: skip
@@ -80,7 +80,8 @@ def plot(df: pd.DataFrame, path: Path, train_domain: int, caption: str) -> None:
 
 
 def build(runs: Path, out: Path) -> list[Path]:
-    cells = [c for c in load_cells(runs) if c["task"] == "program_eval"]
+    cells = require([c for c in load_cells(runs) if c["task"] == "program_eval"], "program evaluation", runs,
+                    "reproduce-figure4")
     df = rows(cells)
     caption = "no cells were run"
     train_domain = 100

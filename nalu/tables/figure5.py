@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from nalu.io import write_text_atomic  # noqa: E402
-from nalu.tables.common import load_cells, paper, to_markdown  # noqa: E402
+from nalu.tables.common import load_cells, paper, require, to_markdown  # noqa: E402
 
 AGENTS = {"a3c": "A3C", "a3c_nac": "A3C + NAC"}
 COLOURS = {"a3c": "tab:blue", "a3c_nac": "tab:red"}
@@ -69,7 +69,8 @@ def plot(df: pd.DataFrame, path: Path, train: tuple[int, int], caption: str) -> 
 
 
 def build(runs: Path, out: Path) -> list[Path]:
-    cells = [c for c in load_cells(runs) if c["task"] == "gridworld_time"]
+    cells = require([c for c in load_cells(runs) if c["task"] == "gridworld_time"], "grid-world", runs,
+                    "reproduce-figure5")
     agents = [c["agent"] for c in cells]
     if len(set(agents)) != len(agents):
         dup = sorted({a for a in agents if agents.count(a) > 1})

@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from nalu.io import write_text_atomic  # noqa: E402
-from nalu.tables.common import fmt, load_cells, paper, quantiles, to_markdown, write_table  # noqa: E402
+from nalu.tables.common import fmt, load_cells, paper, quantiles, require, to_markdown, write_table  # noqa: E402
 
 
 def rows(cells: list[dict]) -> pd.DataFrame:
@@ -65,7 +65,7 @@ def plot(df: pd.DataFrame, path: Path, train: tuple[float, float]) -> None:
 
 
 def build(runs: Path, out: Path) -> list[Path]:
-    cells = [c for c in load_cells(runs) if c["task"] == "identity"]
+    cells = require([c for c in load_cells(runs) if c["task"] == "identity"], "identity", runs, "reproduce-table5")
     df = rows(cells)
     if df.empty:
         raise SystemExit(f"error: no complete identity cells under {runs}; run `make reproduce-table5`")

@@ -10,7 +10,7 @@ import pandas as pd
 
 from nalu.scoring import wilson_interval
 from nalu.tables.common import (
-    choose_seed, fmt, load_cells, paper, paper_float, quantiles, to_markdown, write_table,
+    choose_seed, fmt, load_cells, machines, paper, paper_float, quantiles, require, to_markdown, write_table,
 )  # fmt: skip
 
 FUNCTIONS = ["a+b", "a-b", "a*b", "a/b", "a^2", "sqrt(a)"]
@@ -131,6 +131,8 @@ def caption(cells: list[dict], checkpoint: str, reference: str, solved_below: fl
         "- success = seeds whose extrapolation MSE at their best validation step is below that of a "
         "near-perfect model with first-layer weights off by epsilon (Madsen & Johansen 2020), with "
         "its 95% Wilson interval; n/a for cells run before the suite recorded it.",
+        f"- {machines(cells)} Another machine rounds matrix products otherwise, which moves NALU seeds "
+        "(README, \"How seeds are batched\"): read the median, spread and success counts, not one seed.",
     ])  # fmt: skip
 
 
@@ -139,9 +141,7 @@ def build(static: Path, recurrent: Path, out: Path, checkpoint: str = "best",
     cells = [c for c in load_cells(static, recurrent)
              if c["task"] in ("static_arithmetic", "recurrent_arithmetic")]  # fmt: skip
     rows = [r for c in cells for r in cell_rows(c, checkpoint, reference, solved_below)]
-    if not cells:
-        raise SystemExit(f"error: no finished Table 1 cells under {static} or {recurrent}; nothing written "
-                         "(run make reproduce-table1 first)")  # fmt: skip
+    require(cells, "Table 1", [static, recurrent], "reproduce-table1")
     ours = pd.DataFrame(rows, columns=[
         "task", "range", "function", "model", "ours", "oracle", "median", "q25", "q75", "solved", "success",
         "diverged", "seeds", "chosen_seed", "chosen_step"])  # fmt: skip

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from nalu.tables.common import (
-    choose_seed, describe_encoder, fmt, load_cells, paper, quantiles, to_markdown, write_table,
+    choose_seed, describe_encoder, fmt, load_cells, paper, quantiles, require, to_markdown, write_table,
 )  # fmt: skip
 
 MODELS = ["lstm", "gru", "rnn_tanh", "rnn_relu", "nac", "nalu"]
@@ -44,7 +44,8 @@ def cell_rows(cell: dict) -> list[dict]:
 
 
 def build(runs: Path, out: Path) -> list[Path]:
-    cells = [c for c in load_cells(runs) if c["task"] in ("mnist_counting", "mnist_addition")]
+    cells = require([c for c in load_cells(runs) if c["task"] in ("mnist_counting", "mnist_addition")],
+                    "MNIST counting or addition", runs, "reproduce-table2")
     ours = pd.DataFrame([r for c in cells for r in cell_rows(c)],
                         columns=["task", "model", "length", "metric", "ours", "median", "q25", "q75",
                                  "diverged", "seeds", "chosen_seed"])  # fmt: skip

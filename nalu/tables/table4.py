@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from nalu.tables.common import (
-    choose_seed, describe_encoder, fmt, load_cells, paper, quantiles, to_markdown, write_table,
+    choose_seed, describe_encoder, fmt, load_cells, paper, quantiles, require, to_markdown, write_table,
 )  # fmt: skip
 
 LABELS = {
@@ -33,7 +33,8 @@ def cell_row(cell: dict) -> dict:
 
 
 def build(runs: Path, out: Path) -> list[Path]:
-    cells = [c for c in load_cells(runs) if c["task"] == "mnist_parity"]
+    cells = require([c for c in load_cells(runs) if c["task"] == "mnist_parity"], "MNIST parity", runs,
+                    "reproduce-table4")
     ours = pd.DataFrame([cell_row(c) for c in cells],
                         columns=["layer", "ours", "median", "q25", "q75", "diverged", "seeds"])  # fmt: skip
     ref = paper("table4").rename(columns={"test_accuracy_pct": "paper"})

@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from nalu.io import write_text_atomic  # noqa: E402
-from nalu.tables.common import fmt, load_cells, paper, to_markdown, write_table  # noqa: E402
+from nalu.tables.common import fmt, load_cells, paper, require, to_markdown, write_table  # noqa: E402
 
 # our model name -> (row label, the paper's row)
 MODELS = {
@@ -122,7 +122,8 @@ def figure(chosen: pd.Series | None, png: Path, md: Path, csv: Path) -> None:
 
 
 def build(runs: Path, out: Path) -> list[Path]:
-    cells = [c for c in load_cells(runs) if c["task"] == "translation"]
+    cells = require([c for c in load_cells(runs) if c["task"] == "translation"], "number-word", runs,
+                    "reproduce-table3")
     df = candidates(cells)
     chosen = choose(df) if len(df) else {}
     t = table(df, chosen)
