@@ -13,8 +13,10 @@ A task may define ``check(cfg)``: refusals the runner asks before the cell's fil
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -29,6 +31,7 @@ from nalu import device as devices
 from nalu.errors import ConfigError, exit_with
 from nalu.io import read_json, write_json_atomic
 from nalu.loggers import RunLogger
+from nalu.machine import environment
 from nalu.provenance import changed, imported, snapshot
 from nalu.train import Checkpoint
 
@@ -76,6 +79,18 @@ def check_budget(cfg: DictConfig) -> None:
     valid = list(cfg.task.get("budgets") or {"default": None})
     if budget not in valid:
         raise ConfigError(f"task {cfg.task.name} has no budget '{budget}'; valid: {', '.join(valid)}")
+
+
+def check_values(cfg: DictConfig) -> None:
+    """Refuse values no run can use, before any work: budgets and sizes below 1, a learning rate
+    that is not positive."""
+    for key in ("steps", "eval_every", "batch_size", "eval_late_from", "eval_late_every"):
+        value = cfg.task.get(key)
+        if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            raise ConfigError(f"task.{key} must be a positive integer, got {value!r}")
+    lr = cfg.get("optimizer", {}).get("lr")
+    if lr is not None and not (isinstance(lr, int | float) and lr > 0):
+        raise ConfigError(f"optimizer.lr must be a positive number, got {lr!r}")
 
 
 def cell_path(task_cell: str, model: str, uses_model: bool = True) -> str:
@@ -134,6 +149,7 @@ def prepare(cfg: DictConfig, out_dir: Path) -> Cell | None:
                                   else cfg.seeds)  # fmt: skip
     devices.resolve(cfg.device)  # a bad or absent device fails here, in one line, before any work
     check_budget(cfg)
+    check_values(cfg)
     digest = config_hash(cfg)
     name = cell_name(cfg)
     reason = "force=true" if cfg.force else out_of_date(out_dir, digest)
@@ -217,6 +233,7 @@ def run_cells(pairs: list[tuple[DictConfig, Path]]) -> list[dict | None]:
     if unusable:
         print(f"{todo[0].name}: not resuming from {checkpoint.path}: {unusable}", file=sys.stderr)
     resume_step = saved["step"] if saved else 0
+    sittings = record_sitting(todo[0].out_dir / "sittings.json", resume_step)
     logs = [open_logger(c, resume=resume_step > 0) for c in todo]
     log = logs[0] if len(logs) == 1 else GroupLog(logs)
     log.checkpoint, checkpoint.on_resume = checkpoint, log.rewind
@@ -229,10 +246,22 @@ def run_cells(pairs: list[tuple[DictConfig, Path]]) -> list[dict | None]:
         for lg in logs:
             lg.close()
     wall = time.perf_counter() - start
-    made = {id(c): finish(c, r, code, wall, [o.name for o in todo if o is not c])
+    made = {id(c): finish(c, {**r, "sittings": sittings}, code, wall, [o.name for o in todo if o is not c])
             for c, r in zip(todo, results, strict=True)}  # fmt: skip
     checkpoint.remove()
+    (todo[0].out_dir / "sittings.json").unlink(missing_ok=True)
     return [made.get(id(c)) if c is not None else None for c in cells]
+
+
+def record_sitting(path: Path, resume_step: int) -> list[dict]:
+    """The sittings of a run that resumes from checkpoints, this one appended: the step each
+    started from, when, and on which machine (a run resumed on another machine continues with
+    another BLAS code path; its ``metrics.json`` says so). Kept beside the checkpoint."""
+    earlier = (read_json(path) or {}).get("sittings", []) if resume_step else []
+    sittings = [*earlier, {"from_step": resume_step, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                           "environment": environment()}]  # fmt: skip
+    write_json_atomic(path, {"sittings": sittings})
+    return sittings
 
 
 def open_logger(cell: Cell, resume: bool) -> RunLogger:
@@ -256,6 +285,7 @@ def finish(cell: Cell, result: dict, code: dict, wall_s: float, fused_with: list
         "wall_s": round(wall_s, 2),
         "code": imported(code),
         "fused_with": fused_with,  # the cells it trained beside, as one batched model
+        "environment": environment(),  # the machine: results repeat bit for bit on one machine only
         **result,
         "config": OmegaConf.to_container(cfg, resolve=True),
     }
@@ -271,19 +301,36 @@ def run_job(cfg: DictConfig, out_dir: Path) -> dict | None:
     return run_cells([(cfg, out_dir)])[0]
 
 
+def discard_if_untouched(out_dir: Path) -> None:
+    """Remove the folder made for a refused cell (Hydra's ``.hydra/`` and ``run.log``, its first
+    ``sittings.json``, a ``history.csv`` holding only its header) where it holds nothing else: a
+    refusal leaves no half-made run behind, and never touches a cell's results."""
+    made = {".hydra", "run.log", "history.csv", "sittings.json"}
+    if not out_dir.is_dir() or not {p.name for p in out_dir.iterdir()} <= made:
+        return
+    history = out_dir / "history.csv"
+    if history.exists() and len(history.read_text().splitlines()) > 1:
+        return
+    shutil.rmtree(out_dir, ignore_errors=True)
+
+
 def run_group_main(pairs: list[tuple[DictConfig, Path]]) -> None:
     """``run_cells`` with the runner's one-line errors (the fused launcher's task function)."""
     try:
         run_cells(pairs)
     except ConfigError as e:
+        for _, out_dir in pairs:
+            discard_if_untouched(out_dir)
         exit_with(e)
 
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")
 def _hydra_main(cfg: DictConfig) -> None:
+    out_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
-        run_job(cfg, Path(HydraConfig.get().runtime.output_dir))
+        run_job(cfg, out_dir)
     except ConfigError as e:
+        discard_if_untouched(out_dir)
         exit_with(e)
 
 
@@ -306,12 +353,73 @@ def check_group_choices(argv: list[str], config_dir: Path = CONFIG_DIR) -> None:
                 raise ConfigError(f"unknown {key} '{choice}'; valid: {', '.join(valid)}")
 
 
+_ABSENT = object()
+
+
+def dotted_keys(node, prefix: str = "") -> list[str]:
+    """Every key of a config, dotted (``task.steps``, ``task.success.epsilon``, ...)."""
+    out = []
+    for key in node:
+        path = f"{prefix}{key}"
+        out.append(path)
+        value = node._get_node(key)
+        if OmegaConf.is_dict(value):
+            out += dotted_keys(value, f"{path}.")
+    return out
+
+
+def check_keys(argv: list[str], config_dir: Path = CONFIG_DIR) -> None:
+    """Refuse, in one line naming the closest valid keys, overrides of keys the composed config
+    does not have (a typo such as ``task.stpes=10`` would otherwise run the default budget), and
+    ``+key=value`` additions that nothing reads: everything a task reads is declared in its
+    config. ``+model.<arg>`` and ``+optimizer.<arg>`` stay open: they become constructor
+    arguments, which the constructor refuses if it does not take them."""
+    groups = {p.name for p in config_dir.iterdir() if p.is_dir() and p.name != "hydra"}
+    choices: dict[str, list[str]] = {}
+    values: list[tuple[str, str]] = []
+    for arg in argv:
+        if arg.startswith("-") or "=" not in arg:
+            continue
+        key, value = arg.split("=", 1)
+        bare = key.lstrip("+~")
+        if bare == "hydra" or bare.startswith(("hydra.", "hydra/")) or key.startswith("~"):
+            continue
+        if bare in groups:
+            choices[key] = value.split(",") if not value.startswith(("range(", "choice(", "glob(")) else []
+        else:
+            values.append((key, bare))
+    if not values:
+        return
+    from hydra import compose, initialize_config_dir
+
+    base = {k: v[0] for k, v in choices.items() if v}
+    variants = [base] + [{**base, k: c} for k, v in choices.items() for c in v[1:]]
+    known: set[str] = set()
+    with initialize_config_dir(str(config_dir), version_base="1.3"):
+        for variant in variants:
+            known.update(dotted_keys(compose("config", [f"{k}={v}" for k, v in variant.items()])))
+    for key, bare in values:
+        if bare in known or (key.startswith("+") and bare.startswith(("model.", "optimizer."))):
+            continue
+        close = difflib.get_close_matches(bare, sorted(known), n=3, cutoff=0.6)
+        hint = f"; closest: {', '.join(close)}" if close else ""
+        if key.startswith("+"):
+            raise ConfigError(f"'{bare}' is not a config key and nothing reads it{hint}")
+        raise ConfigError(f"unknown key '{bare}'{hint}")
+
+
 def main() -> None:
     try:
         check_group_choices(sys.argv[1:])
+        check_keys(sys.argv[1:])
     except ConfigError as e:
         exit_with(e)
-    _hydra_main()
+    try:
+        _hydra_main()
+    except KeyboardInterrupt:
+        print("interrupted: finished cells are kept and a cell in training resumes from its last checkpoint; "
+              "rerun the same command to go on", file=sys.stderr)  # fmt: skip
+        raise SystemExit(130) from None
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@ taken in turns, so that a busy moment of the machine does not decide a ratio. Pr
 - a cell as the suite ran it before fused sweeps (autograd step, 1 and 10 members);
 - a fused group (``hydra/launcher=fused``: 6 ops x 10 and 6 ops x 40 seeds as one model) through
   the compiled step (``nalu.fast``), with its compile time, and each ratio to the 10-member cell;
-- the projected wall time of Table 1 static at 5,000,000 steps x 10 seeds on 2 cores: four groups
-  (one per model) of 6 ops x 10 seeds, two at a time, evaluation every 1,000 steps included.
+- the projected wall time of Table 1 at ``budget=paper`` on 2 cores: static (5,000,000 steps,
+  four groups, one per model, of 6 ops x 10 seeds) and recurrent (2,000,000 steps, NAC and NALU),
+  two groups at a time, the paper budget's thinned evaluation schedule included.
 """
 
 from __future__ import annotations
@@ -102,23 +103,32 @@ def arithmetic(title: str, base: list[str], steps: int, repeats: int, device: to
     return cases
 
 
-def projection(steps: int, repeats: int, device: torch.device) -> None:
-    """Table 1 static at 5M steps x 10 seeds: 4 groups of 60 members, 2 at a time, eval every 1,000."""
-    budget, every = 5_000_000, 1000
+def evaluations(task: str) -> tuple[int, int]:
+    """(steps, evaluations) of ``task`` at ``budget=paper`` (its thinned schedule)."""
+    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+        t = compose("config", [f"task={task}", "budget=paper"]).task
+    late = t.eval_late_from or t.steps
+    return t.steps, late // t.eval_every + (t.steps - late) // (t.eval_late_every or 1)
+
+
+def projection(task: str, models: tuple[str, ...], steps: int, repeats: int, device: torch.device) -> None:
+    """Table 1 at ``budget=paper``: one group of 6 ops x 10 seeds per model, two at a time, on the
+    paper budget's evaluation schedule."""
+    budget, n_evals = evaluations(task)
     hours = {}
-    for model in ("relu6", "none", "nac", "nalu"):
-        case = Case(["task=static_arithmetic", f"model={model}"], 10, 6, "compiled", device)
+    for model in models:
+        case = Case([f"task={task}", f"model={model}"], 10, 6, "compiled", device)
         rate = best_rates({model: case}, steps, repeats)[model]
         train_s = budget * case.members / rate
-        eval_s = budget // every * case.eval_s()
+        eval_s = n_evals * case.eval_s()
         hours[model] = (train_s + eval_s) / 3600
         print(f"  {model:<6} group: {rate:>9,.0f} member-steps/s, training {train_s / 3600:4.2f} h "
-              f"+ evaluation {eval_s / 3600:4.2f} h ({100 * eval_s / train_s:.0f}% of training)")
-    # two groups at a time: the longest two share the first pair of slots, greedily
+              f"+ {n_evals} evaluations {eval_s / 3600:4.2f} h ({100 * eval_s / train_s:.0f}% of training)")
+    # two groups at a time: the longest first, each into the slot that frees first
     slots = [0.0, 0.0]
     for h in sorted(hours.values(), reverse=True):
         slots[slots.index(min(slots))] += h
-    print(f"  projected Table 1 static, 5,000,000 steps x 10 seeds, 2 cores: {max(slots):.2f} h")
+    print(f"  projected, {budget:,} steps x 10 seeds, 2 cores: {max(slots):.2f} h")
 
 
 def mnist_images_per_second(members: int, steps: int, device: torch.device) -> float | None:
@@ -173,8 +183,10 @@ def main() -> None:
                a.steps, a.repeats, device)  # fmt: skip
     arithmetic("recurrent NALU (batch 128, length 10, state 2)", ["task=recurrent_arithmetic", "model=nalu"],
                a.steps // 5, a.repeats, device)  # fmt: skip
-    print("Table 1 static at Madsen & Johansen's budget, fused and compiled:")
-    projection(a.steps, a.repeats, device)
+    print("Table 1 static at Madsen & Johansen's budget (budget=paper), fused and compiled:")
+    projection("static_arithmetic", ("relu6", "none", "nac", "nalu"), a.steps, a.repeats, device)
+    print("Table 1 recurrent at Hoedt et al.'s budget (budget=paper: NAC and NALU), fused and compiled:")
+    projection("recurrent_arithmetic", ("nac", "nalu"), a.steps // 5, a.repeats, device)
     others = {
         "static ReLU6 MLP (batch 128, input 100, hidden 2)": (["task=static_arithmetic", "model=relu6"], 10, a.steps),
         "recurrent LSTM (batch 128, length 10, state 2), autograd": (["task=recurrent_arithmetic", "model=lstm"],

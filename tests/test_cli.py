@@ -8,6 +8,8 @@ import os
 import pytest
 import torch
 
+from nalu.machine import describe, environment
+
 from .conftest import TINY_ARITHMETIC, cli
 
 RUN = ["-m", "nalu.run"]
@@ -26,6 +28,14 @@ RUN = ["-m", "nalu.run"]
     (["task=recurrent_arithmetic", "model=lstm", "task.extrapolation_length=5"], "does not exceed"),
     (["task=static_arithmetic", "model=lstm"], "lstm is a sequence model"),
     (["device=tpu"], "unknown device 'tpu'; valid: cpu, cuda, cuda:<n>"),
+    (["task.stpes=10"], "unknown key 'task.stpes'; closest: task.steps"),
+    (["+task.stpes=10"], "'task.stpes' is not a config key and nothing reads it; closest: task.steps"),
+    (["-m", "task.op=add,mul", "optimizer.lrr=1"], "unknown key 'optimizer.lrr'; closest: optimizer.lr"),
+    (["task.steps=0"], "task.steps must be a positive integer, got 0"),
+    (["task.steps=-5"], "task.steps must be a positive integer, got -5"),
+    (["task.batch_size=0"], "task.batch_size must be a positive integer, got 0"),
+    (["task.eval_every=0"], "task.eval_every must be a positive integer, got 0"),
+    (["optimizer.lr=-1"], "optimizer.lr must be a positive number, got -1"),
     *([] if torch.cuda.is_available() else [(["device=cuda"], "CUDA is not available here")]),
 ])  # fmt: skip
 def test_bad_input_gives_one_line_error(workdir, args, valid):
@@ -34,6 +44,8 @@ def test_bad_input_gives_one_line_error(workdir, args, valid):
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and valid in lines[0], p.stderr
     assert not list(workdir.rglob("metrics.json"))
+    # a refused cell leaves no half-made run folder behind (Hydra's .hydra/ and run.log included)
+    assert not [d for d in workdir.rglob("*") if d.is_dir() and (d / ".hydra").exists()], list(workdir.rglob("*"))
 
 
 def test_sweep_resumes_without_redoing_complete_cells(workdir):
@@ -127,15 +139,20 @@ def test_tiny_table1_end_to_end(workdir):
     md = (out / "table1.md").read_text()
     assert "| interpolation | a+b" in md and "/ 0.0" in md
     assert "88 entries were not run" in md  # 48 cells x 2 ranges, 4 cells run
+    assert "## Selection, made visible" in md and "extrapolation cells where it prints 0.0 (and we ran)" in md
+    assert f"Run on: {describe(environment())}" in md  # the machine, named in the caption
     import pandas as pd
 
     df = pd.read_csv(out / "table1.csv")
     ran = df.dropna(subset=["ours"])
     assert len(ran) == 8 and set(ran.model) == {"nac", "nalu", "lstm"}
-    assert (ran.seeds == 2).all() and {"median", "solved", "diverged", "paper"} <= set(df.columns)
+    assert (ran.seeds == 2).all() and {"median", "oracle", "solved", "diverged", "paper"} <= set(df.columns)
+    assert (ran.oracle <= ran.ours).all()  # the best seed on the range itself is never worse than the chosen
     # every seed carries the success criterion of Madsen & Johansen (2020) and its sparsity error
     for path in (workdir / "multirun").rglob("metrics.json"):
         m = json.loads(path.read_text())
+        assert m["environment"]["torch"] == torch.__version__ and m["environment"]["cpu"]
+        assert [s["from_step"] for s in m["sittings"]] == [0]
         for seed in m["members"]:
             assert seed["success_threshold"] > 0 and isinstance(seed["solved"], bool)
             assert (seed["sparsity_error"] is None) == (m["model"] == "lstm")

@@ -61,6 +61,9 @@ def test_config_hash_ignores_only_presentation_keys():
 
 
 def test_make_targets_name_existing_experiments():
+    """Every experiment file is swept by a make target: by name, or as the ``_paper`` variant
+    that ``BUDGET=paper`` selects (``+experiment=<name>$(PAPER)``)."""
     makefile = (Path(CONFIG_DIR).parent / "Makefile").read_text()
     for experiment in EXPERIMENTS:
-        assert f"+experiment={experiment} " in makefile
+        base = experiment.removesuffix("_paper")
+        assert f"+experiment={experiment} " in makefile or f"+experiment={base}$(PAPER) " in makefile, experiment
