@@ -16,13 +16,14 @@ DRY := $(if $(filter 1 true yes,$(DRY_RUN)),dry_run=true progress=false hydra/jo
 ON := $(if $(DEVICE),device=$(DEVICE))
 SWEEP := $(if $(filter 1 true yes,$(DRY_RUN)),$(DRY),hydra/launcher=fused hydra.launcher.n_jobs=$(JOBS)) $(ON)
 export WANDB_MODE ?= offline
-# BUDGET=paper: Table 1 at the literature's budgets (5,000,000 static steps, Madsen & Johansen 2020;
-# 2,000,000 recurrent, Hoedt et al. 2021): configs/experiment/*_paper.yaml, cells committed in
-# results/cells/ (a killed run resumes from its checkpoint), tables results/table1_paper.*
+# BUDGET=paper: Tables 1 and 3 at the literature's budgets (Table 1: 5,000,000 static steps, Madsen &
+# Johansen 2020, 2,000,000 recurrent, Hoedt et al. 2021; Table 3: 300,000, the paper's Appendix D):
+# configs/experiment/*_paper.yaml, cells committed in results/cells/ (a killed run resumes from its
+# checkpoint), tables results/<table>_paper.*
 BUDGET ?= default
 $(if $(filter-out default paper,$(BUDGET)),$(error BUDGET must be default or paper, got '$(BUDGET)'))
 PAPER := $(if $(filter paper,$(BUDGET)),_paper)
-T1_RUNS := $(if $(PAPER),results/cells,multirun)
+RUNS := $(if $(PAPER),results/cells,multirun)
 
 .PHONY: help install data test bench reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-units clean
 
@@ -51,7 +52,7 @@ reproduce-all: data  ## every target below in turn, skipping those up to date; a
 reproduce-table1: install  ## Table 1: static + recurrent arithmetic, 10 seeds per cell -> results/table1.* (BUDGET=paper: table1_paper.*)
 	$(RUN) -m +experiment=table1_static$(PAPER) $(SWEEP)
 	$(RUN) -m +experiment=table1_recurrent$(PAPER) $(SWEEP)
-	$(TABLES) table1 --static $(T1_RUNS)/table1_static$(PAPER) --recurrent $(T1_RUNS)/table1_recurrent$(PAPER) \
+	$(TABLES) table1 --static $(RUNS)/table1_static$(PAPER) --recurrent $(RUNS)/table1_recurrent$(PAPER) \
 		--out results --name table1$(PAPER)
 
 reproduce-table2: data  ## Table 2: MNIST counting + addition, 12 cells x 3 seeds -> results/table2.*
@@ -59,9 +60,9 @@ reproduce-table2: data  ## Table 2: MNIST counting + addition, 12 cells x 3 seed
 	$(RUN) -m +experiment=table2_stacks $(SWEEP)
 	$(TABLES) table2 --runs multirun/table2 --out results
 
-reproduce-table3: install  ## Table 3 + Figure 3: number words to number, 3 models x 4 grid points x 10 seeds -> results/table3.*, figure3.*
-	$(RUN) -m +experiment=table3 $(SWEEP)
-	$(TABLES) table3 --runs multirun/table3 --out results
+reproduce-table3: install  ## Table 3 + Figure 3: number words to number, 3 models x 4 grid points x 10 seeds -> results/table3.*, figure3.* (BUDGET=paper: 300k steps, table3_paper.*)
+	$(RUN) -m +experiment=table3$(PAPER) $(SWEEP)
+	$(TABLES) table3 --runs $(RUNS)/table3$(PAPER) --out results --name table3$(PAPER)
 
 reproduce-table4: data  ## Table 4: MNIST parity, 7 final layers x 5 seeds -> results/table4.*
 	$(RUN) -m +experiment=table4 $(SWEEP)

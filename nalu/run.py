@@ -258,6 +258,8 @@ def record_sitting(path: Path, resume_step: int) -> list[dict]:
     started from, when, and on which machine (a run resumed on another machine continues with
     another BLAS code path; its ``metrics.json`` says so). Kept beside the checkpoint."""
     earlier = (read_json(path) or {}).get("sittings", []) if resume_step else []
+    if resume_step and not earlier:  # saved by a runner that did not record sittings
+        earlier = [{"from_step": 0, "started": None, "environment": None}]
     sittings = [*earlier, {"from_step": resume_step, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                            "environment": environment()}]  # fmt: skip
     write_json_atomic(path, {"sittings": sittings})

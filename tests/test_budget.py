@@ -30,12 +30,15 @@ def test_eval_schedule_refuses_impossible_values(kwargs):
         EvalSchedule(**kwargs)
 
 
-@pytest.mark.parametrize("task,steps,late", [("static_arithmetic", 5_000_000, (100_000, 10_000)),
-                                             ("recurrent_arithmetic", 2_000_000, (45_000, 25_000))])  # fmt: skip
-def test_paper_budget_sets_the_literatures_steps(task, steps, late):
+@pytest.mark.parametrize("task,steps,late,default_steps", [
+    ("static_arithmetic", 5_000_000, (100_000, 10_000), 50_000),
+    ("recurrent_arithmetic", 2_000_000, (45_000, 25_000), 15_000),
+    ("translation", 300_000, (12_000, 2_500), 12_000),
+])  # fmt: skip
+def test_paper_budget_sets_the_literatures_steps(task, steps, late, default_steps):
     default = compose([f"task={task}"]).task
     paper = compose([f"task={task}", "budget=paper"]).task
-    assert (default.steps, default.eval_late_from) == ({"static_arithmetic": 50_000}.get(task, 15_000), None)
+    assert (default.steps, default.eval_late_from) == (default_steps, None)
     assert (paper.steps, paper.eval_late_from, paper.eval_late_every) == (steps, *late)
     assert compose([f"task={task}", "budget=paper", "task.steps=7"]).task.steps == 7  # an override still wins
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 import torch
@@ -118,3 +120,20 @@ def test_tiny_table3_end_to_end(workdir):
     test = nw.split(list(range(1000)), 169, 200, seed=0).test
     assert len(fig) and set(fig.number) <= set(test)
     assert fig.groupby("number").size().to_dict() == {n: len(nw.words(n)) for n in set(fig.number)}
+
+
+def test_tiny_table3_paper_end_to_end(workdir):
+    """The paper-budget sweep (cut down): its two models at their one grid point, into the folder
+    the experiment names, then table3_paper.* and figure3_paper.* beside the default ones."""
+    tiny = ["progress=false", "task.steps=6", "task.eval_every=3", "task.eval_late_from=3",
+            "task.eval_late_every=3", "seeds=2", "task.lstm_size=4", "hydra.sweep.dir=cells/table3_paper"]  # fmt: skip
+    cli(["-m", "nalu.run", "-m", "+experiment=table3_paper"] + tiny, workdir)
+    cells = [json.loads(p.read_text()) for p in (workdir / "cells/table3_paper").glob("*/metrics.json")]
+    assert sorted((c["model"], c["config"]["optimizer"]["lr"], c["config"]["budget"]) for c in cells) == [
+        ("lstm_nalu", 0.01, "paper"), ("lstm_sum", 0.01, "paper")]
+    out = workdir / "results"
+    cli(["-m", "nalu.tables", "table3", "--runs", str(workdir / "cells/table3_paper"), "--out", str(out),
+         "--name", "table3_paper"], workdir)  # fmt: skip
+    assert sorted(p.name for p in out.iterdir()) == ["figure3_paper.csv", "figure3_paper.md", "figure3_paper.png",
+                                                     "table3_paper.csv", "table3_paper.md"]  # fmt: skip
+    assert "![figure 3](figure3_paper.png)" in (out / "figure3_paper.md").read_text()

@@ -2,7 +2,7 @@
 
     python -m nalu.tables table1 [--static DIR] [--recurrent DIR] [--out results] [--name table1]
     python -m nalu.tables table2 [--runs DIR] [--out results]
-    python -m nalu.tables table3 [--runs DIR] [--out results]     (also Figure 3)
+    python -m nalu.tables table3 [--runs DIR] [--out results] [--name table3]     (also Figure 3)
     python -m nalu.tables table4 [--runs DIR] [--out results]
     python -m nalu.tables table5 [--runs DIR] [--out results]
     python -m nalu.tables figure4 [--runs DIR] [--out results]
@@ -47,6 +47,8 @@ def main(argv: list[str] | None = None) -> None:
         t = sub.add_parser(name, help=help_text)
         t.add_argument("--runs", type=Path, default=Path(f"multirun/{name}"))
         t.add_argument("--out", type=Path, default=Path("results"))
+        if name == "table3":
+            t.add_argument("--name", default="table3", help="the files' stem (table3_paper; Figure 3 follows)")
     un = sub.add_parser("units", help="every arithmetic unit, success rates (Madsen & Johansen 2020)")
     un.add_argument("--runs", type=Path, nargs="+", default=[Path("multirun/units")],
                     help="sweep folders whose static arithmetic cells make the table")
@@ -69,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
         paths = units.build(a.runs, a.out, a.long, a.name)
     elif a.what in SIMPLE:
         module = importlib.import_module(f"nalu.tables.{SIMPLE[a.what][0]}")
-        paths = module.build(a.runs, a.out)
+        paths = module.build(a.runs, a.out, **({"name": a.name} if a.what == "table3" else {}))
     else:
         from nalu.tables import curves
 

@@ -111,7 +111,7 @@ def figure(chosen: pd.Series | None, png: Path, md: Path, csv: Path) -> None:
     plt.close(fig)
     lines = [
         "# Figure 3: the LSTM + NALU's running prediction on unseen numbers",
-        f"The model chosen for Table 3 ({where}); each number is in the test split. ![figure 3](figure3.png)",
+        f"The model chosen for Table 3 ({where}); each number is in the test split. ![figure 3]({png.name})",
         to_markdown(pd.DataFrame([
             {"number": n, "tokens": " ".join(fig3["tokens"][j]),
              "prediction after each token": " -> ".join(f"{v:.1f}" for v in fig3["running"][chosen.member][j])}
@@ -121,7 +121,9 @@ def figure(chosen: pd.Series | None, png: Path, md: Path, csv: Path) -> None:
     write_text_atomic(md, "\n\n".join(lines) + "\n")
 
 
-def build(runs: Path, out: Path) -> list[Path]:
+def build(runs: Path, out: Path, name: str = "table3") -> list[Path]:
+    """Table 3 as ``<out>/<name>.md|csv`` and Figure 3 beside it (``figure3`` followed by what
+    follows ``table3`` in ``name``: ``table3_paper`` -> ``figure3_paper``)."""
     cells = require([c for c in load_cells(runs) if c["task"] == "translation"], "number-word", runs,
                     "reproduce-table3")
     df = candidates(cells)
@@ -158,7 +160,8 @@ def build(runs: Path, out: Path) -> list[Path]:
         "Each cell shows **ours / paper**. " + protocol,
         to_markdown(shown),
     ]) + "\n"  # fmt: skip
-    paths = write_table(out, "table3", md, t)
-    png, fmd, fcsv = out / "figure3.png", out / "figure3.md", out / "figure3.csv"
+    paths = write_table(out, name, md, t)
+    fig = "figure3" + name.removeprefix("table3")
+    png, fmd, fcsv = out / f"{fig}.png", out / f"{fig}.md", out / f"{fig}.csv"
     figure(chosen.get("lstm_nalu"), png, fmd, fcsv)
     return paths + [png, fmd, fcsv]
