@@ -81,11 +81,16 @@ reproduce-figure5: install  ## Figure 5: grid-world time tracking, A3C and A3C +
 	$(RUN) -m +experiment=figure5 hydra/launcher=basic $(DRY)
 	$(TABLES) figure5 --runs multirun/figure5 --out results
 
-reproduce-units: install  ## NAC, NALU, NAU, NMU, iNALU, NPU, RealNPU + baselines, 54 cells x 10 seeds, + 3 longer -> results/units.*
+reproduce-units: install  ## NAC, NALU, NAU, NMU, iNALU, NPU, RealNPU + baselines, 54 cells x 10 seeds, + 3 longer -> results/units.* (BUDGET=paper: units_paper.*)
+ifeq ($(BUDGET),paper)
+	$(RUN) -m +experiment=units_paper $(SWEEP)
+	$(TABLES) units --runs results/cells/units_paper results/cells/table1_static_paper --out results --name units_paper
+else
 	$(RUN) -m +experiment=units $(SWEEP)
 	$(RUN) -m +experiment=units_long model=nmu task.op=mul task.steps=1500000 progress=false $(DRY) $(ON) & nmu=$$!; trap 'kill $$nmu; wait $$nmu; exit 130' INT TERM; \
 	$(RUN) -m +experiment=units_long hydra/launcher=basic progress=false $(DRY) $(ON); rc=$$?; wait $$nmu && exit $$rc
 	$(TABLES) units --runs multirun/units --long multirun/units_long --out results
+endif
 
 clean:  ## remove run directories (not results/)
 	rm -rf runs multirun outputs wandb

@@ -66,4 +66,5 @@ def test_make_targets_name_existing_experiments():
     makefile = (Path(CONFIG_DIR).parent / "Makefile").read_text()
     for experiment in EXPERIMENTS:
         base = experiment.removesuffix("_paper")
-        assert f"+experiment={experiment} " in makefile or f"+experiment={base}$(PAPER) " in makefile, experiment
+        assert (f"+experiment={experiment} " in makefile or f"+experiment={base}$(PAPER) " in makefile
+                or f"+experiment={base}_paper " in makefile), experiment  # fmt: skip
