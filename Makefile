@@ -23,6 +23,10 @@ export WANDB_MODE ?= offline
 BUDGET ?= default
 $(if $(filter-out default paper,$(BUDGET)),$(error BUDGET must be default or paper, got '$(BUDGET)'))
 PAPER := $(if $(filter paper,$(BUDGET)),_paper)
+# VARIANT=<name>: a protocol variant of a target (configs/experiment/<target>_<name>.yaml), its
+# outputs results/<target>_<name>.* beside the default ones (make reproduce-figure4 VARIANT=numbers)
+VARIANT ?=
+V := $(if $(VARIANT),_$(VARIANT))
 RUNS := $(if $(PAPER),results/cells,multirun)
 
 .PHONY: help install data test bench reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-units clean
@@ -73,9 +77,9 @@ reproduce-table5: install  ## Table 5 + Figure 1: identity function, 17 models x
 	$(RUN) -m +experiment=table5_units $(SWEEP)
 	$(TABLES) table5 --runs multirun/table5 --out results
 
-reproduce-figure4: install  ## Figure 4: program evaluation, 7 models x 2 tasks x 3 seeds -> results/figure4.*
-	$(RUN) -m +experiment=figure4 $(SWEEP)
-	$(TABLES) figure4 --runs multirun/figure4 --out results
+reproduce-figure4: install  ## Figure 4: program evaluation, 7 models x 2 tasks x 3 seeds -> results/figure4.* (VARIANT=numbers: numeric tokens)
+	$(RUN) -m +experiment=figure4$(V) $(SWEEP)
+	$(TABLES) figure4 --runs multirun/figure4$(V) --out results --name figure4$(V)
 
 reproduce-figure5: install  ## Figure 5: grid-world time tracking, A3C and A3C + NAC x 3 seeds -> results/figure5.*
 	$(RUN) -m +experiment=figure5 hydra/launcher=basic $(DRY)

@@ -1,7 +1,8 @@
 """Program evaluation (Trask et al. 2018, Section 4.4, Figure 4; Appendix E).
 
 A text from ``tasks.programs`` (``"17+42"``, or a small program with a conditional) is read one
-character at a time: a learned embedding per character, then a recurrent model (``model=``:
+token at a time (``task.encoding``: ``chars``, one per character, or ``numbers``, where each
+integer literal is one token carrying its value): a learned embedding per token, then a recurrent model (``model=``:
 ``ugrnn``, ``lstm``, ``dnc`` with a linear read-out, ``ugrnn_nalu``, ``lstm_nalu``, ``dnc_nalu``
 with a NALU read-out, or ``nalu``, a recurrent NALU), whose output after the last character is the
 answer. Squared error; fresh programs with operands below ``train_domain`` at every step.
@@ -28,20 +29,27 @@ from tasks import programs
 
 
 class CharsToNumber(nn.Module):
-    """``[B, T]`` character ids (left-padded) -> ``[M, B, 1]``: the core's output after the last."""
+    """Token ids ``[B, T]`` (left-padded) -> ``[M, B, 1]``: the core's output after the last. In
+    the ``numbers`` encoding the input is ``[B, T, 2]`` (``tasks.programs.encode_numbers``): the
+    core reads each token's embedding with its value appended (``embedding + 1`` features)."""
 
     def __init__(self, embedding: Embedding, core: nn.Module):
         super().__init__()
         self.embedding, self.core = embedding, core
 
-    def forward(self, ids: Tensor) -> Tensor:
-        return self.core(self.embedding(ids))
+    def forward(self, x: Tensor) -> Tensor:
+        if x.dim() == 2:
+            return self.core(self.embedding(x))
+        emb = self.embedding(x[..., 0].long())  # [M, B, T, E]
+        value = x[..., 1:].unsqueeze(0).expand(emb.shape[0], -1, -1, -1)  # [M, B, T, 1]
+        return self.core(torch.cat([emb, value], dim=-1))
 
 
 class ProgramProblem:
     def __init__(self, cfg: DictConfig, seeds: list[int]):
         self.members, self.batch_size = len(seeds), cfg.batch_size
         self.kind = check_choice("program kind", cfg.kind, programs.KINDS)
+        self.encoding = check_choice("program encoding", cfg.encoding, programs.ENCODINGS)
         if cfg.train_domain < 2 or not cfg.test_domains or min(cfg.test_domains) < 2:
             raise ConfigError(f"operand domains must be at least 2 (and at least one test domain), got "
                               f"train {cfg.train_domain}, test {list(cfg.test_domains)}")  # fmt: skip
@@ -60,10 +68,10 @@ class ProgramProblem:
     def fixed_set(self, n: int, domain: int, name: str) -> tuple[Tensor, Tensor]:
         return self.encode(programs.generate(self.kind, n, domain, generator("program_eval", self.kind, name)))
 
-    @staticmethod
-    def encode(texts: list[str]) -> tuple[Tensor, Tensor]:
+    def encode(self, texts: list[str]) -> tuple[Tensor, Tensor]:
         y = torch.tensor([programs.evaluate(t) for t in texts], dtype=torch.float32)
-        return programs.encode(texts), y.view(1, -1, 1)
+        x = programs.encode(texts) if self.encoding == "chars" else programs.encode_numbers(texts)
+        return x, y.view(1, -1, 1)
 
     def batch(self) -> tuple[Tensor, Tensor]:
         return self.encode(programs.generate(self.kind, self.batch_size, self.train_domain, self.gen))
@@ -87,9 +95,11 @@ def run(cfg: DictConfig, log) -> dict:
     problem = ProgramProblem(t, seeds)
     core_factory = model_factory(cfg.model)
 
-    def factory(in_features: int, out_features: int, members: int, recurrent: bool) -> nn.Module:
-        core = core_factory(in_features=t.embedding, out_features=1, members=members, recurrent=True)
-        return CharsToNumber(Embedding(len(programs.ALPHABET) + 1, t.embedding, members), core)
+    width = t.embedding + (problem.encoding == "numbers")  # the value rides beside the embedding
 
-    summary, _ = train_cell(cfg, problem, t.embedding, 1, True, log, select="validation", factory=factory)
-    return {**summary, "kind": problem.kind, "domains": sorted(problem.tests)}
+    def factory(in_features: int, out_features: int, members: int, recurrent: bool) -> nn.Module:
+        core = core_factory(in_features=width, out_features=1, members=members, recurrent=True)
+        return CharsToNumber(Embedding(programs.NUMBER + 1, t.embedding, members), core)
+
+    summary, _ = train_cell(cfg, problem, width, 1, True, log, select="validation", factory=factory)
+    return {**summary, "kind": problem.kind, "encoding": problem.encoding, "domains": sorted(problem.tests)}

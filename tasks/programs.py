@@ -15,11 +15,16 @@ Two kinds of text, read one character at a time, each answered with one integer:
   e.g. ``"a=17;b=42;if a<b:c=a+b else:c=b-a;print(c)"`` -> 59. The answer can be negative.
 
 Operands are drawn uniformly from ``0 .. domain - 1``; the model is trained on one domain (100)
-and tested on larger ones. ``evaluate`` is the reference semantics; the tests check it against
+and tested on larger ones. Two encodings: ``chars`` (``encode``: one token per character, so a
+model must build each number digit by digit, ``value = 10 * value + digit``) and ``numbers``
+(``encode_numbers``: each integer literal is one token carrying its value; the paper does not say
+which it used). ``evaluate`` is the reference semantics; the tests check it against
 Python's own execution of the same program.
 """
 
 from __future__ import annotations
+
+import re
 
 import torch
 
@@ -74,6 +79,29 @@ def to_python(text: str) -> str:
     cond, rest = branch.split(":", 1)
     then, otherwise = rest.split(" else:")
     return "\n".join([assign_a, assign_b, f"{cond}:", f"    {then}", "else:", f"    {otherwise}", printed])
+
+
+NUMBER = len(ALPHABET) + 1  # the token of an integer literal, in the ``numbers`` encoding
+ENCODINGS = ("chars", "numbers")
+
+
+def encode_numbers(texts: list[str]) -> torch.Tensor:
+    """The ``numbers`` encoding: every integer literal is one ``NUMBER`` token carrying its value
+    as a scalar feature; every other character stays a character token (value 0). Returns
+    ``[N, T, 2]`` floats, channel 0 the token id and channel 1 the value, left-padded with ``PAD``
+    (the training loop moves one tensor per batch, so the two travel together)."""
+    ids = chars_to_ids()
+    rows = []
+    for t in texts:
+        row = []
+        for literal, other in re.findall(r"(\d+)|(\D)", t):
+            row.append((NUMBER, float(literal)) if literal else (ids[other], 0.0))
+        rows.append(row)
+    T = max(len(r) for r in rows)
+    out = torch.zeros(len(texts), T, 2)
+    for k, row in enumerate(rows):
+        out[k, T - len(row):] = torch.tensor(row)
+    return out
 
 
 def encode(texts: list[str]) -> torch.Tensor:

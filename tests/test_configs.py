@@ -61,10 +61,11 @@ def test_config_hash_ignores_only_presentation_keys():
 
 
 def test_make_targets_name_existing_experiments():
-    """Every experiment file is swept by a make target: by name, or as the ``_paper`` variant
-    that ``BUDGET=paper`` selects (``+experiment=<name>$(PAPER)``)."""
+    """Every experiment file is swept by a make target: by name, as the ``_paper`` variant that
+    ``BUDGET=paper`` selects (``+experiment=<name>$(PAPER)``), or as a ``VARIANT=`` of a target."""
     makefile = (Path(CONFIG_DIR).parent / "Makefile").read_text()
     for experiment in EXPERIMENTS:
         base = experiment.removesuffix("_paper")
+        variant = experiment.rsplit("_", 1)[0]
         assert (f"+experiment={experiment} " in makefile or f"+experiment={base}$(PAPER) " in makefile
-                or f"+experiment={base}_paper " in makefile), experiment  # fmt: skip
+                or f"+experiment={base}_paper " in makefile or f"+experiment={variant}$(V) " in makefile), experiment  # fmt: skip

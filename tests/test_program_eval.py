@@ -4,6 +4,7 @@ and a tiny Figure 4 is drawn from a real sweep."""
 from __future__ import annotations
 
 import contextlib
+import json
 import io
 
 import pandas as pd
@@ -102,3 +103,29 @@ def test_tiny_figure4_end_to_end(workdir):
     assert set(df.domain) == {100, 1000} and (df.seeds == 2).all()
     assert (out / "figure4.png").stat().st_size > 0
     assert "DNC + NALU" in (out / "figure4.md").read_text()
+
+
+def test_numbers_encoding_makes_each_literal_one_token_with_its_value():
+    x = programs.encode_numbers(["17+42", "a=3;b=105;if a<b:c=a+b else:c=b-a;print(c)"])
+    ids = programs.chars_to_ids()
+    short = x[0, x[0, :, 0] != programs.PAD]  # the addition, left padding dropped
+    assert short.tolist() == [[programs.NUMBER, 17.0], [ids["+"], 0.0], [programs.NUMBER, 42.0]]
+    long = x[1]
+    literals = long[long[:, 0] == programs.NUMBER, 1].tolist()
+    assert literals == [3.0, 105.0]  # a=3, b=105; every other token is a character with value 0
+    assert (long[long[:, 0] != programs.NUMBER, 1] == 0).all()
+    assert len(long) == len("a=3;b=105;if a<b:c=a+b else:c=b-a;print(c)") - 2  # "105": 3 chars, 1 token
+
+
+@pytest.mark.parametrize("model", ["nalu", "lstm_nalu"])
+def test_numbers_encoding_trains_end_to_end(workdir, model):
+    tiny = ["progress=false", "task.steps=4", "task.eval_every=2", "seeds=2", "task.test_size=10",
+            "task.validation_size=10", "task.test_domains=[100,1000]", "task.batch_size=8"]  # fmt: skip
+    cli(["-m", "nalu.run", "-m", "+experiment=figure4_numbers", f"model={model}", "task.kind=program"] + tiny, workdir)
+    (metrics,) = [json.loads(p.read_text()) for p in (workdir / "multirun/figure4_numbers").rglob("metrics.json")]
+    assert metrics["encoding"] == "numbers" and metrics["config"]["task"]["encoding"] == "numbers"
+    out = workdir / "results"
+    cli(["-m", "nalu.tables", "figure4", "--runs", str(workdir / "multirun/figure4_numbers"), "--out", str(out),
+         "--name", "figure4_numbers"], workdir)  # fmt: skip
+    assert sorted(p.name for p in out.iterdir()) == ["figure4_numbers.csv", "figure4_numbers.md", "figure4_numbers.png"]
+    assert "each integer literal one token carrying its value" in (out / "figure4_numbers.md").read_text()

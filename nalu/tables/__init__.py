@@ -5,7 +5,7 @@
     python -m nalu.tables table3 [--runs DIR] [--out results] [--name table3]     (also Figure 3)
     python -m nalu.tables table4 [--runs DIR] [--out results]
     python -m nalu.tables table5 [--runs DIR] [--out results]
-    python -m nalu.tables figure4 [--runs DIR] [--out results]
+    python -m nalu.tables figure4 [--runs DIR] [--out results] [--name figure4]
     python -m nalu.tables figure5 [--runs DIR] [--out results]
     python -m nalu.tables units [--runs DIR...] [--long DIR] [--out results] [--name units]
     python -m nalu.tables curves <run dir> [--out file.png]
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import sys
 from pathlib import Path
 
@@ -47,8 +48,8 @@ def main(argv: list[str] | None = None) -> None:
         t = sub.add_parser(name, help=help_text)
         t.add_argument("--runs", type=Path, default=Path(f"multirun/{name}"))
         t.add_argument("--out", type=Path, default=Path("results"))
-        if name == "table3":
-            t.add_argument("--name", default="table3", help="the files' stem (table3_paper; Figure 3 follows)")
+        if "name" in inspect.signature(importlib.import_module(f"nalu.tables.{SIMPLE[name][0]}").build).parameters:
+            t.add_argument("--name", default=name, help=f"the files' stem (a variant's: {name}_<variant>)")
     un = sub.add_parser("units", help="every arithmetic unit, success rates (Madsen & Johansen 2020)")
     un.add_argument("--runs", type=Path, nargs="+", default=[Path("multirun/units")],
                     help="sweep folders whose static arithmetic cells make the table")
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
         paths = units.build(a.runs, a.out, a.long, a.name)
     elif a.what in SIMPLE:
         module = importlib.import_module(f"nalu.tables.{SIMPLE[a.what][0]}")
-        paths = module.build(a.runs, a.out, **({"name": a.name} if a.what == "table3" else {}))
+        paths = module.build(a.runs, a.out, **({"name": a.name} if hasattr(a, "name") else {}))
     else:
         from nalu.tables import curves
 

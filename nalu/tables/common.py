@@ -95,6 +95,20 @@ def to_markdown(df: pd.DataFrame) -> str:
     return df.to_markdown(index=False, disable_numparse=True)
 
 
+def save_figure(fig, path: Path, dpi: int = 120) -> Path:
+    """Write a matplotlib figure atomically (a temporary name, then renamed), making its folder
+    first, and close it."""
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    fig.savefig(tmp, dpi=dpi)
+    plt.close(fig)
+    tmp.replace(path)
+    return path
+
+
 def write_table(out: Path, stem: str, markdown: str, frame: pd.DataFrame) -> list[Path]:
     md, csv = out / f"{stem}.md", out / f"{stem}.csv"
     write_text_atomic(md, markdown)

@@ -10,6 +10,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from nalu.tables.common import save_figure  # noqa: E402
+
 
 def plot(run_dir: Path, out: Path | None = None) -> Path:
     run_dir = Path(run_dir)
@@ -30,6 +32,4 @@ def plot(run_dir: Path, out: Path | None = None) -> Path:
     fig.suptitle(str(run_dir), fontsize=8)
     fig.tight_layout()
     out = Path(out) if out else run_dir / "curves.png"
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out, dpi=110)

@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from nalu.io import write_text_atomic  # noqa: E402
-from nalu.tables.common import load_cells, require, to_markdown  # noqa: E402
+from nalu.tables.common import load_cells, require, save_figure, to_markdown  # noqa: E402
 
 MODELS = {"ugrnn": "UGRNN", "lstm": "LSTM", "dnc": "DNC", "ugrnn_nalu": "UGRNN + NALU",
           "lstm_nalu": "LSTM + NALU", "dnc_nalu": "DNC + NALU", "nalu": "recurrent NALU"}  # fmt: skip
@@ -75,11 +75,12 @@ def plot(df: pd.DataFrame, path: Path, train_domain: int, caption: str) -> None:
         axes[0, j].legend(fontsize=7)
     fig.suptitle(caption, fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
-def build(runs: Path, out: Path) -> list[Path]:
+def build(runs: Path, out: Path, name: str = "figure4") -> list[Path]:
+    """Figure 4 from the sweep in ``runs`` as ``<out>/<name>.png|csv|md`` (a variant's:
+    ``figure4_numbers``)."""
     cells = require([c for c in load_cells(runs) if c["task"] == "program_eval"], "program evaluation", runs,
                     "reproduce-figure4")
     df = rows(cells)
@@ -90,15 +91,18 @@ def build(runs: Path, out: Path) -> list[Path]:
         t, o = c0["config"]["task"], c0["config"]["optimizer"]
         train_domain = t["train_domain"]
         steps = ", ".join(f"{k} {s:,}" for k, s in sorted({(c["kind"], c["steps"]) for c in cells}))
-        caption = (f"Trained on operands below {train_domain} (steps of Adam: {steps}; lr {o['lr']}, "
+        encoding = {"chars": "read one character at a time", "numbers": "each integer literal one token "
+                    "carrying its value"}.get(t.get("encoding", "chars"), t.get("encoding"))  # fmt: skip
+        caption = (f"Programs {encoding}. "
+                   f"Trained on operands below {train_domain} (steps of Adam: {steps}; lr {o['lr']}, "
                    f"batch {t['batch_size']}); {len(c0['seeds'])} seeds per model, mean and 2-sigma band; "
                    f"{t['test_size']} programs per domain")  # fmt: skip
-    png, csv, md = out / "figure4.png", out / "figure4.csv", out / "figure4.md"
+    png, csv, md = out / f"{name}.png", out / f"{name}.csv", out / f"{name}.md"
     plot(df, png, train_domain, caption)
     write_text_atomic(csv, df.to_csv(index=False))
     wide = df.assign(value=[f"{m:.1f} +- {s:.1f}" if np.isfinite(m) else "n/a" for m, s in zip(df["mean"], df.two_sigma)])
     lines = ["# Figure 4: program evaluation", caption + ". The dotted line marks the training domain. "
-             "![figure 4](figure4.png)"]  # fmt: skip
+             f"![figure 4]({png.name})"]  # fmt: skip
     for (kind, metric), f in wide.groupby(["kind", "metric"], sort=False):
         table = f.pivot(index="model", columns="domain", values="value").reindex([m for m in MODELS if m in set(f.model)])
         table.index = [MODELS[m] for m in table.index]

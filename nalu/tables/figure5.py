@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from nalu.io import write_text_atomic  # noqa: E402
-from nalu.tables.common import load_cells, paper, require, to_markdown  # noqa: E402
+from nalu.tables.common import load_cells, paper, require, save_figure, to_markdown  # noqa: E402
 
 AGENTS = {"a3c": "A3C", "a3c_nac": "A3C + NAC"}
 COLOURS = {"a3c": "tab:blue", "a3c_nac": "tab:red"}
@@ -64,8 +64,7 @@ def plot(df: pd.DataFrame, path: Path, train: tuple[int, int], caption: str) -> 
     ax.legend(fontsize=7, loc="lower left")
     fig.text(0.01, 0.005, caption, fontsize=7, wrap=True)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def build(runs: Path, out: Path) -> list[Path]:

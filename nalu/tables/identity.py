@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from nalu.io import write_text_atomic  # noqa: E402
-from nalu.tables.common import fmt, load_cells, paper, quantiles, require, to_markdown, write_table  # noqa: E402
+from nalu.tables.common import fmt, load_cells, paper, quantiles, require, save_figure, to_markdown, write_table  # noqa: E402
 
 
 def rows(cells: list[dict]) -> pd.DataFrame:
@@ -58,10 +58,7 @@ def plot(df: pd.DataFrame, path: Path, train: tuple[float, float]) -> None:
            title="Identity function: MAE against input (mean over seeds)")  # fmt: skip
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    tmp.replace(path)
+    save_figure(fig, path)
 
 
 def build(runs: Path, out: Path) -> list[Path]:

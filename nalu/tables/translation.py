@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from nalu.io import write_text_atomic  # noqa: E402
-from nalu.tables.common import fmt, load_cells, paper, require, to_markdown, write_table  # noqa: E402
+from nalu.tables.common import fmt, load_cells, paper, require, save_figure, to_markdown, write_table  # noqa: E402
 
 # our model name -> (row label, the paper's row)
 MODELS = {
@@ -107,8 +107,7 @@ def figure(chosen: pd.Series | None, png: Path, md: Path, csv: Path) -> None:
              if chosen is not None else "no LSTM + NALU run")  # fmt: skip
     fig.suptitle(f"LSTM + NALU, prediction after every token of unseen test numbers ({where})", fontsize=10)
     fig.tight_layout()
-    fig.savefig(png, dpi=120)
-    plt.close(fig)
+    save_figure(fig, png)
     lines = [
         "# Figure 3: the LSTM + NALU's running prediction on unseen numbers",
         f"The model chosen for Table 3 ({where}); each number is in the test split. ![figure 3]({png.name})",

@@ -29,7 +29,7 @@ import pandas as pd  # noqa: E402
 
 from nalu.io import write_text_atomic  # noqa: E402
 from nalu.scoring import wilson_interval  # noqa: E402
-from nalu.tables.common import load_cells, machines, paper, paper_float, require, to_markdown  # noqa: E402
+from nalu.tables.common import load_cells, machines, paper, paper_float, require, save_figure, to_markdown  # noqa: E402
 
 FUNCTIONS = ["a+b", "a-b", "a*b", "a/b", "a^2", "sqrt(a)"]
 UNITS = {"nac": "NAC", "nalu": "NALU", "nau": "NAU", "nmu": "NAU + NMU", "inalu": "iNALU", "npu": "NAU + NPU",
@@ -105,8 +105,7 @@ def plot(df: pd.DataFrame, path: Path, caption: str) -> None:
     ax.legend(fontsize=7, ncol=5, loc="upper right")
     fig.text(0.01, 0.01, caption, fontsize=7, wrap=True)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def ordered(df: pd.DataFrame) -> pd.DataFrame:
