@@ -81,9 +81,9 @@ reproduce-figure4: install  ## Figure 4: program evaluation, 7 models x 2 tasks 
 	$(RUN) -m +experiment=figure4$(V) $(SWEEP)
 	$(TABLES) figure4 --runs multirun/figure4$(V) --out results --name figure4$(V)
 
-reproduce-figure5: install  ## Figure 5: grid-world time tracking, A3C and A3C + NAC x 3 seeds -> results/figure5.*
-	$(RUN) -m +experiment=figure5 hydra/launcher=basic $(DRY)
-	$(TABLES) figure5 --runs multirun/figure5 --out results
+reproduce-figure5: install  ## Figure 5: grid-world time tracking, A3C and A3C + NAC x 3 seeds -> results/figure5.* (VARIANT=wirings: the NAC as the clock)
+	$(RUN) -m +experiment=figure5$(V) hydra/launcher=basic $(DRY)
+	$(TABLES) figure5 --runs $(if $(V),multirun/figure5) multirun/figure5$(V) --out results --name figure5$(V)
 
 reproduce-units: install  ## NAC, NALU, NAU, NMU, iNALU, NPU, RealNPU + baselines, 54 cells x 10 seeds, + 3 longer -> results/units.* (BUDGET=paper: units_paper.*)
 ifeq ($(BUDGET),paper)

@@ -8,7 +8,8 @@ and seed, with the greedy action of the final policy (``eval.greedy``). Metrics 
 ``reward_c`` (mean episode reward, +1 on time, -1 otherwise) and ``early_c`` (% of episodes that
 stepped on the target too early; the rest of the misses were late).
 
-``task.agent`` picks the agent (``a3c`` or ``a3c_nac``); the model group is not used. A3C needs
+``task.agent`` picks the agent (``a3c`` or ``a3c_nac``; ``task.agent_net.nac_wiring`` how its
+accumulator is wired, ``tasks.a3c.WIRINGS``); the model group is not used. A3C needs
 ``optimizer=adam``: workers share its moments. The trained agent (every seed) is saved to
 ``<run dir>/agent.pt``; ``scripts/render_episode.py`` replays it.
 """
@@ -74,6 +75,10 @@ def check(cfg: DictConfig) -> None:
                           "(shared-memory weights), so it runs on the CPU only; use device=cpu")  # fmt: skip
     t = cfg.task
     check_choice("agent", t.agent, AGENTS)
+    check_choice("NAC wiring", t.agent_net.nac_wiring, a3c.WIRINGS)
+    if t.agent_net.nac_wiring in ("countdown", "clock_only") and t.env.show_command != "first":
+        raise ConfigError(f"nac_wiring={t.agent_net.nac_wiring} adds the command to the accumulator when it is "
+                          "shown, which must be once: use task.env.show_command=first")  # fmt: skip
     if cfg.optimizer.get("_target_") != "torch.optim.Adam":
         raise ConfigError("the grid-world task trains with A3C, whose workers share Adam's moments: "
                           "use optimizer=adam")  # fmt: skip
@@ -143,5 +148,6 @@ def run(cfg: DictConfig, log) -> dict:
                 "final": {k: float(v[i]) for k, v in final.items()}}
                for i, (s, at) in enumerate(zip(seeds, diverged, strict=True))]  # fmt: skip
     parameters = sum(p[0].numel() for p in agent.parameters())
-    return {**summary, "agent": t.agent, "commands": commands, "train_commands": [lo, hi],
+    wiring = t.agent_net.nac_wiring if t.agent == "a3c_nac" else None
+    return {**summary, "agent": t.agent, "wiring": wiring, "commands": commands, "train_commands": [lo, hi],
             "parameters_per_member": parameters, "members": members}  # fmt: skip

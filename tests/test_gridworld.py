@@ -201,6 +201,58 @@ def test_evaluation_plays_the_same_episodes_for_every_member():
 # --- end to end ------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("wiring", ["feedback", "countdown", "clock_only"])
+def test_nac_wirings_compute_what_they_say(wiring):
+    """feedback: the LSTM reads s_{t-1}; countdown: the command starts the first accumulator unit
+    and a constant input lets the NAC count; clock_only: the LSTM never sees the command."""
+    agent = a3c.Agent(size=5, members=2, nac=2, wiring=wiring)
+    init_members(agent, [0, 1])
+    obs, _ = GridWorldTime().reset(seed=0)
+    image = torch.from_numpy(obs["image"]).expand(2, 3, 2, 5, 5)
+    command = torch.full((2, 3, 1), 9.0)
+    state = agent.initial_state(3)
+    _, _, s1 = agent(image, command, state)
+    _, _, s2 = agent(image, 0 * command, s1)
+    with torch.no_grad():
+        x1, x2 = agent.core_input(image, command), agent.core_input(image, 0 * command)
+        one = torch.ones(2, 3, 1)
+        if wiring == "feedback":
+            h1, _ = agent.lstm(torch.cat([x1, state[2]], -1), state[:2])
+            h2, _ = agent.lstm(torch.cat([x2, s1[2]], -1), s1[:2])
+            torch.testing.assert_close(s2[2], s1[2] + agent.nac(torch.cat([x2, h2], -1)))
+        else:
+            lstm_in = (lambda x: x[..., :-1]) if wiring == "clock_only" else (lambda x: x)
+            h1, _ = agent.lstm(lstm_in(x1), state[:2])
+            h2, _ = agent.lstm(lstm_in(x2), s1[:2])
+            start = torch.cat([command, torch.zeros(2, 3, 1)], -1)  # the command enters unit 1 only
+            torch.testing.assert_close(s1[2], start + agent.nac(torch.cat([x1, h1, one], -1)))
+            torch.testing.assert_close(s2[2], s1[2] + agent.nac(torch.cat([x2, h2, one], -1)))
+        torch.testing.assert_close(s1[0], h1)
+        torch.testing.assert_close(s2[0], h2)
+    if wiring == "clock_only":  # the command reaches the policy only through s
+        _, _, s_other = agent(image, 2 * command, state)
+        torch.testing.assert_close(s_other[0], s1[0])
+        assert not torch.allclose(s_other[2], s1[2])
+
+
+def test_countdown_needs_the_command_shown_once(tmp_path):
+    p = cli(RUN + ["task.agent=a3c_nac", "task.agent_net.nac_wiring=countdown", "task.env.show_command=always",
+                   "progress=false"], tmp_path, check=False)  # fmt: skip
+    assert p.returncode == 2 and "use task.env.show_command=first" in p.stderr.strip().splitlines()[-1]
+
+
+def test_tiny_figure5_wirings_end_to_end(tmp_path):
+    """The wirings sweep (basic launcher, as make reproduce-figure5 VARIANT=wirings) and its figure."""
+    cli(["-m", "nalu.run", "-m", "+experiment=figure5_wirings", "hydra/launcher=basic",
+         "task.agent_net.nac_wiring=feedback,clock_only"] + TINY_A3C, tmp_path)  # fmt: skip
+    out = tmp_path / "results"
+    cli(["-m", "nalu.tables", "figure5", "--runs", str(tmp_path / "multirun/absent"),
+         str(tmp_path / "multirun/figure5_wirings"), "--out", str(out), "--name", "figure5_wirings"], tmp_path)  # fmt: skip
+    df = pd.read_csv(out / "figure5_wirings.csv")
+    assert set(df.agent) == {"a3c_nac:feedback", "a3c_nac:clock_only"}
+    assert "A3C + NAC (countdown; time only through the NAC)" in (out / "figure5_wirings.md").read_text()
+
+
 def test_tiny_figure5_end_to_end(tmp_path):
     """The real sweep (both agents, basic launcher as in `make reproduce-figure5`) and its figure."""
     cli(["-m", "nalu.run", "-m", "+experiment=figure5", "hydra/launcher=basic"] + TINY_A3C, tmp_path)

@@ -6,7 +6,7 @@
     python -m nalu.tables table4 [--runs DIR] [--out results]
     python -m nalu.tables table5 [--runs DIR] [--out results]
     python -m nalu.tables figure4 [--runs DIR] [--out results] [--name figure4]
-    python -m nalu.tables figure5 [--runs DIR] [--out results]
+    python -m nalu.tables figure5 [--runs DIR...] [--out results] [--name figure5]
     python -m nalu.tables units [--runs DIR...] [--long DIR] [--out results] [--name units]
     python -m nalu.tables curves <run dir> [--out file.png]
 """
@@ -46,7 +46,10 @@ def main(argv: list[str] | None = None) -> None:
     t1.add_argument("--name", default="table1", help="the files' stem: <out>/<name>.md, .csv (table1_paper)")
     for name, (_, help_text) in SIMPLE.items():
         t = sub.add_parser(name, help=help_text)
-        t.add_argument("--runs", type=Path, default=Path(f"multirun/{name}"))
+        if name == "figure5":  # a variant's figure draws the default agents too
+            t.add_argument("--runs", type=Path, nargs="+", default=[Path(f"multirun/{name}")])
+        else:
+            t.add_argument("--runs", type=Path, default=Path(f"multirun/{name}"))
         t.add_argument("--out", type=Path, default=Path("results"))
         if "name" in inspect.signature(importlib.import_module(f"nalu.tables.{SIMPLE[name][0]}").build).parameters:
             t.add_argument("--name", default=name, help=f"the files' stem (a variant's: {name}_<variant>)")

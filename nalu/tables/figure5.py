@@ -21,8 +21,17 @@ import pandas as pd  # noqa: E402
 from nalu.io import write_text_atomic  # noqa: E402
 from nalu.tables.common import load_cells, paper, require, save_figure, to_markdown  # noqa: E402
 
-AGENTS = {"a3c": "A3C", "a3c_nac": "A3C + NAC"}
-COLOURS = {"a3c": "tab:blue", "a3c_nac": "tab:red"}
+AGENTS = {"a3c": "A3C", "a3c_nac": "A3C + NAC", "a3c_nac:feedback": "A3C + NAC (fed back into the LSTM)",
+          "a3c_nac:countdown": "A3C + NAC (countdown from the command)",
+          "a3c_nac:clock_only": "A3C + NAC (countdown; time only through the NAC)"}  # fmt: skip
+COLOURS = {"a3c": "tab:blue", "a3c_nac": "tab:red", "a3c_nac:feedback": "tab:green",
+           "a3c_nac:countdown": "tab:purple", "a3c_nac:clock_only": "tab:orange"}  # fmt: skip
+
+
+def agent_key(cell: dict) -> str:
+    """``a3c``, ``a3c_nac`` (its accumulator beside the LSTM) or ``a3c_nac:<wiring>``."""
+    wiring = cell.get("wiring")
+    return cell["agent"] if wiring in (None, "beside") else f"{cell['agent']}:{wiring}"
 
 
 def rows(cells: list[dict]) -> pd.DataFrame:
@@ -33,7 +42,7 @@ def rows(cells: list[dict]) -> pd.DataFrame:
             v = np.array([m["final"][f"reward_{cmd}"] for m in members], dtype=float)
             early = np.array([m["final"][f"early_{cmd}"] for m in members], dtype=float)
             lo, hi = c["train_commands"]
-            out.append({"agent": c["agent"], "command": cmd, "mean": v.mean(), "min": v.min(), "max": v.max(),
+            out.append({"agent": agent_key(c), "command": cmd, "mean": v.mean(), "min": v.min(), "max": v.max(),
                         "early_pct": early.mean(), "in_training": lo <= cmd <= hi, "seeds": len(members),
                         "diverged": sum(m["diverged"] for m in members), "frames": c["frames"]})  # fmt: skip
     cols = ["agent", "command", "mean", "min", "max", "early_pct", "in_training", "seeds", "diverged", "frames"]
@@ -67,21 +76,24 @@ def plot(df: pd.DataFrame, path: Path, train: tuple[int, int], caption: str) -> 
     save_figure(fig, path)
 
 
-def build(runs: Path, out: Path) -> list[Path]:
-    cells = require([c for c in load_cells(runs) if c["task"] == "gridworld_time"], "grid-world", runs,
+def build(runs: Path | list[Path], out: Path, name: str = "figure5") -> list[Path]:
+    """Figure 5 from the sweeps in ``runs`` (one cell per agent and wiring) as
+    ``<out>/<name>.png|csv|md`` (the wirings variant: ``figure5_wirings``)."""
+    runs = [runs] if isinstance(runs, Path | str) else list(runs)
+    cells = require([c for c in load_cells(*runs) if c["task"] == "gridworld_time"], "grid-world", runs,
                     "reproduce-figure5")
-    agents = [c["agent"] for c in cells]
+    agents = [agent_key(c) for c in cells]
     if len(set(agents)) != len(agents):
         dup = sorted({a for a in agents if agents.count(a) > 1})
-        raise SystemExit(f"error: {runs} holds more than one cell for agent(s) {', '.join(dup)}; "
-                         f"point --runs at one sweep (one cell per agent)")  # fmt: skip
+        raise SystemExit(f"error: {', '.join(map(str, runs))} hold more than one cell for agent(s) {', '.join(dup)}; "
+                         f"point --runs at sweeps with one cell per agent and wiring")  # fmt: skip
     df = rows(cells)
     caption, train = "no cells were run", (5, 12)
     if cells:
         c0 = cells[0]
         t = c0["config"]["task"]
         train = tuple(c0["train_commands"])
-        frames = ", ".join(f"{AGENTS.get(c['agent'], c['agent'])} {c['frames']:,}" for c in cells)
+        frames = ", ".join(f"{AGENTS.get(agent_key(c), agent_key(c))} {c['frames']:,}" for c in cells)
         lr = c0["config"]["optimizer"]["lr"]
         caption = (f"Trained with A3C ({t['a3c']['workers']} workers, lr {lr}) on commands "
                    f"U{{{train[0]}..{train[1]}}}, {t['env']['size']}x{t['env']['size']} grid; frames per seed: "
@@ -89,12 +101,12 @@ def build(runs: Path, out: Path) -> list[Path]:
                    f"{t['eval']['episodes']} {'greedy' if t['eval']['greedy'] else 'sampled'} episodes per "
                    f"command.")  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
-    png, csv, md = out / "figure5.png", out / "figure5.csv", out / "figure5.md"
+    png, csv, md = out / f"{name}.png", out / f"{name}.csv", out / f"{name}.md"
     plot(df, png, train, caption)
     write_text_atomic(csv, df.to_csv(index=False))
     table = df.pivot(index="command", columns="agent", values="mean") if len(df) else pd.DataFrame()
     ref = paper_points()
-    lines = ["# Figure 5: grid-world time tracking", caption + " ![figure 5](figure5.png)",
+    lines = ["# Figure 5: grid-world time tracking", caption + f" ![figure 5]({png.name})",
              "## Average episode reward per command (ours; training commands marked *)"]  # fmt: skip
     if len(df):
         shown = pd.DataFrame({"command": [f"{c}*" if train[0] <= c <= train[1] else str(c) for c in table.index]})
