@@ -27,11 +27,12 @@ MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 class GroupedConv(nn.Module):
     """One ``Conv2d`` per member (weights ``[M, out, in, k, k]``), run as one grouped convolution."""
 
-    def __init__(self, in_channels: int, out_channels: int, kernel: int, stride: int, members: int):
+    def __init__(self, in_channels: int, out_channels: int, kernel: int, stride: int, members: int,
+                 dilation: int = 1):  # fmt: skip
         super().__init__()
         self.weight = nn.Parameter(torch.empty(members, out_channels, in_channels, kernel, kernel))
         self.bias = nn.Parameter(torch.empty(members, out_channels))
-        self.in_channels, self.stride, self.members = in_channels, stride, members
+        self.in_channels, self.stride, self.members, self.dilation = in_channels, stride, members, dilation
 
     def init_member(self, i: int, g: torch.Generator) -> None:
         """``torch.nn.Conv2d``'s default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias."""
@@ -42,7 +43,7 @@ class GroupedConv(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         """``[N, M * in, H, W] -> [N, M * out, H', W']``, member-major channels."""
         w = self.weight.flatten(0, 1)
-        return F.conv2d(x, w, self.bias.flatten(), stride=self.stride, groups=self.members)
+        return F.conv2d(x, w, self.bias.flatten(), stride=self.stride, dilation=self.dilation, groups=self.members)
 
 
 class DigitEncoder(nn.Module):
@@ -70,6 +71,42 @@ class DigitEncoder(nn.Module):
         if self.hidden is not None:
             h = F.relu(self.hidden(h))
         return self.fc(h)
+
+
+class CanvasEncoder(nn.Module):
+    """``[M|1, N, S, S]`` canvases (uint8 or float in [0, 1]) -> ``[M, N, out_features]``: the
+    counting network of fomorians/counting-mnist (a reimplementation of Seguí et al. 2015) up to
+    its last layer, batched over members with grouped convolutions:
+
+        conv c1 @ 7x7 stride 2 -> ReLU -> max-pool 2 -> conv c2 @ 3x3 dilation 2 -> ReLU
+        -> conv c3 @ 3x3 -> ReLU -> conv 1 @ 1x1 -> ReLU (a density map) -> flatten
+        -> dense out_features -> ReLU
+
+    (100 x 100 -> 47 -> 23 -> 19 -> 17: a 17 x 17 map.) The layer under study (Table 4's final
+    layer) reads its ``out_features``."""
+
+    def __init__(self, size: int, out_features: int, members: int, channels: tuple[int, int, int] = (8, 16, 32)):
+        super().__init__()
+        c1, c2, c3 = channels
+        self.members = members
+        self.conv1 = GroupedConv(1, c1, 7, 2, members)
+        self.conv2 = GroupedConv(c1, c2, 3, 1, members, dilation=2)
+        self.conv3 = GroupedConv(c2, c3, 3, 1, members)
+        self.density = GroupedConv(c3, 1, 1, 1, members)
+        side = (((size - 7) // 2 + 1) // 2 - 4) - 2
+        if side < 1:
+            raise ValueError(f"a {size}x{size} canvas is too small for the counting network")
+        self.fc = ensemble.Linear(side * side, out_features, members)
+
+    def forward(self, canvases: Tensor) -> Tensor:
+        M, N = self.members, canvases.shape[1]
+        x = canvases.float()
+        if canvases.dtype == torch.uint8:
+            x = x / 255.0
+        x = x[0].unsqueeze(1).expand(N, M, *x.shape[2:]) if x.shape[0] == 1 else x.transpose(0, 1)
+        h = F.max_pool2d(F.relu(self.conv1(x.contiguous())), 2)
+        h = F.relu(self.density(F.relu(self.conv3(F.relu(self.conv2(h))))))  # [N, M, side, side]
+        return F.relu(self.fc(h.flatten(2).transpose(0, 1).contiguous()))
 
 
 class OverDigits(nn.Module):

@@ -117,20 +117,66 @@ def test_parity_target_must_be_known(fake_mnist):
         ParityProblem(compose(["task=mnist_parity", "task.target=even"]).task, [0], fake_mnist)
 
 
-def test_tiny_table4_end_to_end(fake_mnist, workdir):
+@pytest.mark.parametrize("variant", ["", "_parity"])
+def test_tiny_table4_end_to_end(fake_mnist, workdir, variant):
+    """Table 4 on Seguí's even-digit counting (the default) and on our parity variant."""
     tiny = ["progress=false", "task.steps=4", "task.eval_every=2", "seeds=2", f"data_dir={fake_mnist}",
             "task.validation_images=40", "task.validation_samples=8", "task.batch_size=4",
-            "task.test_samples=20"]  # fmt: skip
-    cli(["-m", "nalu.run", "-m", "+experiment=table4", "task.final_layer=nac,wx_plus_b"] + tiny, workdir)
+            "task.test_samples=20"] + (["task.layouts=50"] if not variant else [])  # fmt: skip
+    cli(["-m", "nalu.run", "-m", f"+experiment=table4{variant}", "task.final_layer=nac,wx_plus_b"] + tiny, workdir)
     out = workdir / "results"
-    cli(["-m", "nalu.tables", "table4", "--runs", str(workdir / "multirun/table4"), "--out", str(out)],
-        workdir)  # fmt: skip
-    md = (out / "table4.md").read_text()
+    cli(["-m", "nalu.tables", "table4", "--runs", str(workdir / f"multirun/table4{variant}"), "--out", str(out),
+         "--name", f"table4{variant}"], workdir)  # fmt: skip
+    md = (out / f"table4{variant}.md").read_text()
     assert "unverified" in md and "| NAC " in md and "| Wx + b " in md
+    assert ("counting even MNIST digits (Seguí et al. 2015)" in md) == (not variant)
     import pandas as pd
 
-    df = pd.read_csv(out / "table4.csv").dropna(subset=["ours"])
+    df = pd.read_csv(out / f"table4{variant}.csv").dropna(subset=["ours"])
     assert set(df.layer) == {"nac", "wx_plus_b"} and (df.seeds == 2).all()
+
+
+def test_canvases_place_digits_without_overlap_and_count_the_even_ones():
+    from tasks import mnist_canvas
+
+    rng = torch.Generator().manual_seed(0)
+    images = torch.randint(1, 256, (50, 28, 28), generator=rng, dtype=torch.uint8)  # no blank pixel
+    labels = torch.arange(50) % 10
+    c = mnist_canvas.draw(images, labels, 400, torch.Generator().manual_seed(1))
+    assert c.images.shape == (400, 100, 100) and c.images.dtype == torch.uint8
+    assert set(c.count.tolist()) == set(range(6))  # 0..5 digits, each count drawn
+    for i in range(400):
+        used = c.corners[i][c.digits[i] >= 0]
+        assert ((used >= 0) & (used <= 72)).all()  # inside the canvas
+        for a in range(len(used)):
+            for b in range(a):
+                assert ((used[a] - used[b]).abs() >= 28).any()  # boxes never overlap
+        # the target, recomputed from the labels of the digits placed
+        assert c.even[i] == sum(1 for d in c.digits[i].tolist() if d >= 0 and d % 2 == 0)
+        # ink exactly where the digits are: each box holds one image, the rest is blank
+        ink = torch.zeros(100, 100, dtype=torch.bool)
+        for (r, col) in used.tolist():
+            ink[r : r + 28, col : col + 28] = True
+        assert ((c.images[i] > 0) == ink).all()
+    again = mnist_canvas.draw(images, labels, 400, torch.Generator().manual_seed(1))
+    assert torch.equal(again.images, c.images) and torch.equal(again.digits, c.digits)  # deterministic
+
+
+def test_count_even_problem_draws_from_the_right_splits(fake_mnist):
+    from tasks.mnist_count_even import CountEvenProblem
+
+    cfg = compose(["task=mnist_count_even", "task.validation_images=40", "task.validation_samples=8",
+                   "task.test_samples=20", "task.batch_size=6", "task.layouts=30"]).task  # fmt: skip
+    p = CountEvenProblem(cfg, [0, 1], fake_mnist)
+    x, y = p.batch()
+    assert x.shape == (1, 6, 100, 100) and y.shape == (1, 6, 1)
+    assert p.val_canvases.shape == (8, 100, 100) and p.test_canvases.shape == (20, 100, 100)
+    # the fake images mark their split in their first pixel: so does every pasted digit's corner
+    for canvases, corners, mark in ((p.val_canvases, p.val_corners, VAL), (p.test_canvases, p.test_corners, TEST)):
+        seen = [int(canvases[i, r, c]) for i in range(len(canvases)) for r, c in corners[i].tolist() if r >= 0]
+        assert seen and set(seen) == {mark}
+    q = CountEvenProblem(cfg, [0, 1], fake_mnist)
+    assert torch.equal(q.batch()[0], x) and torch.equal(q.test_canvases, p.test_canvases)
 
 
 def test_parity_inputs_and_targets(fake_mnist):

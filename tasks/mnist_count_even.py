@@ -1,0 +1,93 @@
+"""Counting the even digits on an MNIST canvas: the task Table 4 of Trask et al. (2018, Section
+4.6) defers to (Seguí, Pujol & Vitrià 2015), with the network's final layer under study.
+
+A canvas (``tasks.mnist_canvas``) holds 0..5 MNIST digits without overlap; the target is how many
+of them are even. A small counting CNN (``baselines.convnet.CanvasEncoder``) ends in the *final
+layer* under study (``task.final_layer``, the seven variants of ``baselines.constrained``),
+which outputs one number trained with squared error on the count; accuracy (%) is the share of
+test canvases whose rounded output equals the count. Training canvases are drawn from the MNIST
+training images at every step (their layouts from a fixed pool of ``layouts`` drawn once, their
+digits fresh), validation canvases from the held-out training images, test canvases from the
+MNIST test images; both fixed sets are drawn once from fixed seeds.
+
+Seguí et al. cast the count as classification (a softmax over 0..5 trained with cross-entropy);
+that row needs a loss other than squared error in ``nalu.train.fit`` and is not built yet.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from omegaconf import DictConfig
+from torch import Tensor, nn
+
+from baselines.constrained import ConstrainedLinear
+from baselines.convnet import CanvasEncoder
+from nalu.cell import train_cell
+from nalu.ensemble import in_chunks
+from nalu.errors import ConfigError
+from nalu.scoring import rounded
+from nalu.seeding import generator
+from nalu.train import Metrics
+from tasks import mnist_canvas, mnist_data
+
+
+class CountEvenProblem(mnist_data.DigitsProblem):
+    ON_DEVICE = ("val_canvases", "val_count", "test_canvases", "test_count")
+
+    def __init__(self, cfg: DictConfig, seeds: list[int], data_root: Path):
+        if not 0 <= cfg.min_digits <= cfg.max_digits:
+            raise ConfigError(f"need 0 <= min_digits <= max_digits, got {cfg.min_digits}, {cfg.max_digits}")
+        self.members, self.batch_size, self.size = len(seeds), cfg.batch_size, cfg.canvas
+        self.digits = (cfg.min_digits, cfg.max_digits)
+        super().__init__(data_root, cfg.validation_images)
+        self.gen = generator("mnist_count_even", "train_data", cfg.data_seed)
+        self.layouts = mnist_canvas.layouts(cfg.layouts, self.gen, self.size, *self.digits)
+        val = self._fixed(self.val_images, self.val_labels, cfg.validation_samples, "validation")
+        test = self._fixed(self.test_images, self.test_labels, cfg.test_samples, "test")
+        self.val_canvases, self.val_count, self.val_corners = val.images, val.even.float(), val.corners
+        self.test_canvases, self.test_count, self.test_corners = test.images, test.even.float(), test.corners
+
+    def _fixed(self, images: Tensor, labels: Tensor, n: int, name: str) -> mnist_canvas.Canvases:
+        return mnist_canvas.draw(images, labels, n, generator("mnist_count_even", name), self.size, *self.digits)
+
+    def batch(self) -> tuple[Tensor, Tensor]:
+        which = torch.randint(0, len(self.layouts), (self.batch_size,), generator=self.gen)
+        pick = torch.randint(0, len(self.train_images), (self.batch_size, self.digits[1]), generator=self.gen)
+        c = mnist_canvas.render(self.train_images, self.train_labels, self.layouts[which], pick, self.size)
+        return c.images.unsqueeze(0), c.even.float().view(1, -1, 1)
+
+    @staticmethod
+    def _predict(model: nn.Module, canvases: Tensor, chunk: int = 500) -> Tensor:
+        return in_chunks(lambda s: model(canvases[s].unsqueeze(0)), len(canvases), chunk)[..., 0]
+
+    def evaluate(self, model: nn.Module) -> Metrics:
+        out = {"validation": (self._predict(model, self.val_canvases) - self.val_count).square().mean(1)}
+        s = self._predict(model, self.test_canvases)
+        out["accuracy"] = 100 * (rounded(s) == self.test_count).float().mean(1)
+        out["mae"] = (s - self.test_count).abs().mean(1)
+        return out
+
+
+class CountingNet(nn.Module):
+    """The counting CNN with the final layer under study: canvases ``[M|1, B, S, S]`` -> ``[M, B, 1]``."""
+
+    def __init__(self, encoder: CanvasEncoder, final: nn.Module):
+        super().__init__()
+        self.encoder, self.final = encoder, final
+
+    def forward(self, canvases: Tensor) -> Tensor:
+        return self.final(self.encoder(canvases))
+
+
+def run(cfg: DictConfig, log) -> dict:
+    t = cfg.task
+    problem = CountEvenProblem(t, list(cfg.seeds), Path(cfg.data_dir))
+
+    def factory(in_features: int, out_features: int, members: int, recurrent: bool) -> nn.Module:
+        encoder = CanvasEncoder(t.canvas, t.encoder.features, members, tuple(t.encoder.channels))
+        return CountingNet(encoder, ConstrainedLinear(t.encoder.features, 1, members, t.final_layer))
+
+    summary, _ = train_cell(cfg, problem, t.canvas * t.canvas, 1, False, log, select="validation", factory=factory)
+    return {**summary, "final_layer": t.final_layer}
