@@ -18,6 +18,7 @@ import argparse
 import hashlib
 import json
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -74,9 +75,26 @@ def builders(target: Target) -> dict[str, str]:
     return {**digest_files(code), "Makefile": hashlib.sha256(recipe(target).encode()).hexdigest()[:16]}
 
 
+def sweep_dirs() -> set[Path]:
+    return {d for d in (ROOT / "multirun").glob("*") if d.is_dir()}
+
+
+def only_scaffolding(folder: Path) -> bool:
+    """Whether ``folder`` holds nothing but Hydra's ``multirun.yaml`` and empty job folders."""
+    return all(p.is_dir() or p == folder / "multirun.yaml" for p in folder.rglob("*"))
+
+
 def cell_status(target: Target) -> tuple[int, list[str]]:
-    """(cells, the lines of those that must run), from the target's sweeps in dry-run mode."""
+    """(cells, the lines of those that must run), from the target's sweeps in dry-run mode. A
+    dry run leaves nothing behind: a sweep folder it made that holds only what Hydra sets up
+    (``multirun.yaml``, empty job folders) is removed again."""
+    had_root, before = (ROOT / "multirun").exists(), sweep_dirs()
     p = subprocess.run(["make", "-s", target.make, "DRY_RUN=1"], cwd=ROOT, capture_output=True, text=True)
+    for made in sweep_dirs() - before:
+        if only_scaffolding(made):
+            shutil.rmtree(made)
+    if not had_root and (ROOT / "multirun").exists() and not any((ROOT / "multirun").iterdir()):
+        (ROOT / "multirun").rmdir()
     if p.returncode != 0:
         raise SystemExit(f"error: make {target.make} DRY_RUN=1 failed:\n{p.stderr[-2000:]}")
     found = [m.groups() for m in map(STATUS.match, p.stderr.splitlines()) if m]
@@ -143,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         p.error(f"unknown target {', '.join(unknown)}; valid: {', '.join(t.name for t in TARGETS)}")
     targets = [t for t in TARGETS if not names or t.name in names]
-    STATE.mkdir(parents=True, exist_ok=True)
+    if not a.check:  # a check writes nothing
+        STATE.mkdir(parents=True, exist_ok=True)
 
     rows, failed = [], False
     for i, t in enumerate(targets, 1):

@@ -18,7 +18,7 @@ def test_check_asks_every_cell_of_a_target_and_runs_nothing():
         files = (ROOT / "multirun" / "table5").rglob("*")
         return {p: p.stat().st_mtime_ns for p in files if p.is_file() and p.name != "multirun.yaml"}
 
-    before = cell_files()
+    before, folders = cell_files(), sorted((ROOT / "multirun").glob("*")) if (ROOT / "multirun").exists() else []
     p = subprocess.run([sys.executable, SCRIPT, "--check", "--only", "table5"], cwd=ROOT, capture_output=True,
                        text=True, timeout=300)  # fmt: skip
     assert p.returncode == 0, p.stderr
@@ -27,6 +27,9 @@ def test_check_asks_every_cell_of_a_target_and_runs_nothing():
                         r"tables to rebuild)) \(last run .*\)", line), line  # fmt: skip
     assert "| `make reproduce-table5` |" in p.stdout and "results/table5.md" in p.stdout
     assert cell_files() == before  # no cell was run or touched
+    # and nothing was left behind (no sweep folder, no .reproduce/ logs) in a tree that had none
+    after = sorted((ROOT / "multirun").glob("*")) if (ROOT / "multirun").exists() else []
+    assert after == folders
 
 
 def test_unknown_target_lists_the_valid_ones():
