@@ -1,0 +1,173 @@
+"""Re-stamp finished cells (and saved checkpoints) whose code changed without changing what it computes.
+
+    python scripts/restamp.py results/cells/table1_static_paper [DIR ...] [--dry-run]
+
+A cell records the digest of every module it ran (``nalu.provenance``), so any edit to one of them
+makes the cell out of date and a rerun of its sweep redoes it: hours, for a paper-budget cell, for
+an edit that may only add an option or move a line. This script settles it by running, not by
+trust. For each kind of out-of-date cell (its task, model and edited modules), it
+
+1. finds the edited modules' recorded versions in git history (the version whose digest the cell
+   recorded);
+2. runs the cell's own command (its ``.hydra/overrides.yaml``) cut to a tiny budget twice, in a
+   copy of the tree with the recorded versions put back and in the tree as it is now;
+3. compares the two ``metrics.json`` member by member, bit for bit.
+
+Where they are identical, every such cell's record is updated to today's digests, with a
+``restamped`` entry saying which modules, checked how and when; a checkpoint's record likewise, so
+that the run resumes. Where they differ, or the recorded version cannot be found, nothing is
+touched and the cell reruns as before. Cells out of date for their config, or half-written, are
+left alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from nalu.io import read_json, write_json_atomic  # noqa: E402
+from nalu.provenance import changed, source_digest, tracked_sources  # noqa: E402
+
+TREE = ("nalu", "tasks", "baselines", "configs", "hydra_plugins")
+
+
+def tiny(task: dict) -> list[str]:
+    """Overrides that cut a cell of ``task`` (its config) to a budget that runs in seconds; every
+    other value is the cell's own."""
+    out = ["task.steps=20", "task.eval_every=10", "progress=false", "checkpoint_every_s=100000"]
+    if "eval_late_from" in task:
+        out += ["task.eval_late_from=null", "task.eval_late_every=null"]
+    return out
+
+
+def recorded_version(path: str, digest: str) -> str | None:
+    """The text of ``path`` as it was when its digest was ``digest``, from git history."""
+    commits = subprocess.run(["git", "log", "--format=%H", "--", path], cwd=ROOT, capture_output=True,
+                             text=True).stdout.split()  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = Path(tmp) / Path(path).name
+        for commit in commits:
+            shown = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT, capture_output=True, text=True)
+            if shown.returncode != 0:
+                continue
+            probe.write_text(shown.stdout)
+            if source_digest(probe) == digest:
+                return shown.stdout
+    return None
+
+
+def tiny_run(tree: Path, overrides: list[str], cfg: dict, out: Path) -> dict:
+    """The cell's command at the tiny budget (its first two seeds), in ``tree``; its metrics.json."""
+    args = [a for a in overrides if not a.startswith(("hydra", "seeds="))]
+    seeds = list(range(cfg["seeds"])) if isinstance(cfg["seeds"], int) else list(cfg["seeds"])
+    cmd = [sys.executable, "-m", "nalu.run", *args, *tiny(cfg["task"]), f"seeds={seeds[:2]}",
+           f"hydra.run.dir={out}"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(tree), "WANDB_MODE": "disabled"}
+    p = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=1800)
+    if p.returncode != 0:
+        raise RuntimeError(f"the tiny run failed in {tree}:\n{p.stderr[-2000:]}")
+    return json.loads((out / "metrics.json").read_text())
+
+
+def same_numbers(a: dict, b: dict) -> bool:
+    return json.dumps(a["members"], sort_keys=True) == json.dumps(b["members"], sort_keys=True)
+
+
+def check(overrides: list[str], cfg: dict, old_texts: dict[str, str], work: Path) -> bool:
+    """Whether the cell's command computes the same with the recorded versions of ``old_texts``
+    as with today's code (tiny budget, bit for bit)."""
+    old_tree = work / "recorded"
+    if old_tree.exists():
+        shutil.rmtree(old_tree)
+    for part in TREE:
+        shutil.copytree(ROOT / part, old_tree / part, ignore=shutil.ignore_patterns("__pycache__"))
+    for path, text in old_texts.items():
+        (old_tree / path).write_text(text)
+    before = tiny_run(old_tree, overrides, cfg, work / "before")
+    now = tiny_run(ROOT, overrides, cfg, work / "now")
+    shutil.rmtree(work / "before")
+    shutil.rmtree(work / "now")
+    return same_numbers(before, now)
+
+
+def hydra_file(cell_dir: Path, name: str):
+    """``<cell>/.hydra/<name>.yaml`` (the command's overrides, the job's config), or None."""
+    path = cell_dir / ".hydra" / f"{name}.yaml"
+    return yaml.safe_load(path.read_text()) if path.exists() else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("dirs", nargs="+", type=Path, help="sweep folders (their cells are found below them)")
+    p.add_argument("--dry-run", action="store_true", help="check and report, change nothing")
+    a = p.parse_args(argv)
+    today = {rel: source_digest(path) for rel, path in tracked_sources().items()}
+    # (cell folder, recorded code, what to update) for every out-of-date record found
+    records = []
+    for d in a.dirs:
+        if not d.exists():
+            raise SystemExit(f"error: {d} does not exist")
+        for m_path in sorted(d.rglob("metrics.json")):
+            m = read_json(m_path)
+            if m and m.get("complete") and m.get("code") and changed(m["code"]):
+                records.append((m_path.parent, m["code"], m_path, m.get("config")))
+        for c_path in sorted(d.rglob("checkpoint.pt")):
+            state = torch.load(c_path, weights_only=False)
+            if isinstance(state, dict) and state.get("code") and changed(state["code"]):
+                records.append((c_path.parent, state["code"], c_path, hydra_file(c_path.parent, "config")))
+    if not records:
+        print("nothing to re-stamp: every record matches today's code")
+        return 0
+    verdicts: dict[tuple, bool | None] = {}
+    done, kept = 0, 0
+    with tempfile.TemporaryDirectory(prefix="restamp-") as tmp:
+        for cell_dir, code, path, cfg in records:
+            edited = sorted(changed(code))
+            overrides = hydra_file(cell_dir, "overrides")
+            kind = (tuple(overrides or []), tuple(edited))  # one check per command and edit
+            if kind not in verdicts:
+                old = {rel: recorded_version(rel, code[rel]) for rel in edited if rel in today}
+                if overrides is None or cfg is None or len(old) != len(edited) or None in old.values():
+                    verdicts[kind] = None  # a module moved or its version is not in history
+                else:
+                    print(f"checking {cell_dir.name} ({', '.join(edited)}) ...", flush=True)
+                    verdicts[kind] = check(overrides, cfg, old, Path(tmp))
+            verdict = verdicts[kind]
+            if not verdict:
+                why = "its recorded code is not in git history" if verdict is None else "the tiny runs differ"
+                print(f"keep {path}: {why} ({', '.join(edited)}); it reruns")
+                kept += 1
+                continue
+            entry = {"modules": edited, "checked": "tiny runs of its command, recorded vs today's code, "
+                     "identical members", "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}  # fmt: skip
+            new_code = {rel: today.get(rel, d) for rel, d in code.items()}
+            if a.dry_run:
+                print(f"would re-stamp {path}")
+            elif path.name == "metrics.json":
+                m = read_json(path)
+                write_json_atomic(path, {**m, "code": new_code, "restamped": [*m.get("restamped", []), entry]})
+            else:
+                state = torch.load(path, weights_only=False)
+                tmp_path = path.with_name(f".{path.name}.tmp")
+                torch.save({**state, "code": new_code, "restamped": [*state.get("restamped", []), entry]}, tmp_path)
+                os.replace(tmp_path, path)
+            done += 1
+    print(f"{'would re-stamp' if a.dry_run else 're-stamped'} {done}, kept {kept} (they rerun)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
