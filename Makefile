@@ -59,10 +59,10 @@ reproduce-table1: install  ## Table 1: static + recurrent arithmetic, 10 seeds p
 	$(TABLES) table1 --static $(RUNS)/table1_static$(PAPER) --recurrent $(RUNS)/table1_recurrent$(PAPER) \
 		--out results --name table1$(PAPER)
 
-reproduce-table2: data  ## Table 2: MNIST counting + addition, 12 cells x 3 seeds -> results/table2.*
-	$(RUN) -m +experiment=table2 $(SWEEP)
-	$(RUN) -m +experiment=table2_stacks $(SWEEP)
-	$(TABLES) table2 --runs multirun/table2 --out results
+reproduce-table2: data  ## Table 2: MNIST counting + addition, 12 cells x 3 seeds -> results/table2.* (VARIANT=last: supervised after the last digit only; select100: NALU picked on length 100)
+	$(if $(filter select100,$(VARIANT)),:,$(RUN) -m +experiment=table2$(V) $(SWEEP))
+	$(if $(filter select100,$(VARIANT)),$(RUN) -m +experiment=table2_select100 $(SWEEP),$(RUN) -m +experiment=table2_stacks$(V) $(SWEEP))
+	$(TABLES) table2 --runs multirun/table2$(V) --out results --name table2$(V)
 
 reproduce-table3: install  ## Table 3 + Figure 3: number words to number, 3 models x 4 grid points x 10 seeds -> results/table3.*, figure3.* (BUDGET=paper: 300k steps, table3_paper.*)
 	$(RUN) -m +experiment=table3$(PAPER) $(SWEEP)

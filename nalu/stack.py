@@ -76,6 +76,17 @@ class Stack(nn.Module):
             x = layer(x)
         return x
 
+    def per_step(self, x: Tensor) -> Tensor:
+        """A recurrent stack's output after every step: ``[M|1, B, T, in] -> [M, B, T, out]``
+        (the read-out layers applied to every ``h_t``), for tasks that supervise every prefix."""
+        if not self.recurrent:
+            raise ConfigError("per-step outputs need a recurrent stack")
+        B, T = x.shape[1:3]
+        h = recur(self.layers[0], x, self.state_size, every_step=True).flatten(1, 2)  # [M, B * T, state]
+        for layer in self.layers[1:]:
+            h = layer(h)
+        return h.unflatten(1, (B, T))
+
     def _forward_feature_major(self, x: Tensor) -> Tensor:
         """The same model as the layout a compiled step traces (``nalu.ensemble.compiled_layout``):
         the leading layers that ``takes_parts`` read their input in parts and feature-major,
@@ -103,17 +114,20 @@ def takes_parts(layer: nn.Module) -> bool:
     return getattr(layer, "takes_parts", False)
 
 
-def recur(cell: nn.Module, x: Tensor, state_size: int) -> Tensor:
+def recur(cell: nn.Module, x: Tensor, state_size: int, every_step: bool = False) -> Tensor:
     """Run ``h_t = cell([x_t, h_{t-1}])`` over ``x`` of shape ``[M|1, B, T, in]``; return ``h_T``
-    (``h_0 = 0``), ``[M, B, state]``."""
+    (``h_0 = 0``), ``[M, B, state]``, or with ``every_step`` every ``h_t``, ``[M, B, T, state]``."""
     M = count_members(cell)
     h = x.new_zeros(M, x.shape[1], state_size)
+    states = []
     for t in range(x.shape[2]):
         x_t = x[:, :, t]
         if x_t.shape[0] != M:
             x_t = x_t.expand(M, -1, -1)
         h = cell(torch.cat([x_t, h], dim=-1))
-    return h
+        if every_step:
+            states.append(h)
+    return torch.stack(states, dim=2) if every_step else h
 
 
 def recur_parts(cell: nn.Module, xT: Tensor, state_size: int) -> Tensor:

@@ -5,7 +5,11 @@ to end, and a recurrent core (any model of the suite run with ``recurrent=True``
 - counting: how many of each digit class were seen (10 outputs);
 - addition: the sum of the digits seen (1 output).
 Training series have length 10 and come from the MNIST training images (the last
-``validation_images`` of them are held out to pick each seed's best step); test series have
+``validation_images`` of them are held out to pick each seed's best step, on series of length
+``validation_length``, by default the training length). ``supervise=every_step`` trains on the
+target after every digit (the loss is the mean over all prefix outputs), as both public
+reproductions do (AndreasMadsen/stable-nalu's and Hoedt et al.'s sequential MNIST);
+``supervise=last`` on the output after the last digit only. test series have
 lengths 1, 10, 100 and 1000 and come from the MNIST test images. Length 1 is scored as
 classification accuracy (%: the rounded output equals the label, all 10 counts for counting),
 the others as mean absolute error (averaged over the 10 classes for counting).
@@ -26,7 +30,7 @@ from torch.nn import functional as F
 from baselines.convnet import DigitEncoder, OverDigits
 from nalu.cell import model_factory, train_cell
 from nalu.ensemble import in_chunks
-from nalu.errors import check_choice
+from nalu.errors import ConfigError, check_choice
 from nalu.seeding import generator
 from nalu.train import Metrics
 from tasks import mnist_data
@@ -34,13 +38,18 @@ from tasks import mnist_data
 OUTPUTS = {"counting": 10, "addition": 1}
 
 
+SUPERVISION = ("every_step", "last")
+
+
 class SeriesProblem(mnist_data.DigitsProblem):
     def __init__(self, cfg: DictConfig, seeds: list[int], data_root: Path):
         self.kind = check_choice("series task", cfg.kind, OUTPUTS)
+        self.every_step = check_choice("supervise", cfg.supervise, SUPERVISION) == "every_step"
         self.members, self.batch_size, self.length = len(seeds), cfg.batch_size, cfg.length
         super().__init__(data_root, cfg.validation_images)
         self.gen = generator("mnist_series", "train_data", cfg.data_seed)
-        self.val_index = self._series(len(self.val_images), cfg.validation_series, self.length, "val")
+        val_length = cfg.validation_length or self.length  # series that pick each seed's best step
+        self.val_index = self._series(len(self.val_images), cfg.validation_series, val_length, "val")
         self.test_index = {int(L): self._series(len(self.test_images), int(n), int(L), f"test{L}")
                            for L, n in cfg.test_series.items()}  # fmt: skip
 
@@ -50,18 +59,29 @@ class SeriesProblem(mnist_data.DigitsProblem):
 
     def label(self, digits: Tensor) -> Tensor:
         """Targets for series of digit labels ``[N, T]``: ``[N, 10]`` counts or ``[N, 1]`` sums."""
+        return self.running(digits)[:, -1]
+
+    def running(self, digits: Tensor) -> Tensor:
+        """The target after every prefix: ``[N, T, 10]`` counts or ``[N, T, 1]`` sums."""
         if self.kind == "counting":
-            return F.one_hot(digits, 10).sum(1).float()
-        return digits.sum(1, keepdim=True).float()
+            return F.one_hot(digits, 10).cumsum(1).float()
+        return digits.cumsum(1).unsqueeze(-1).float()
 
     def batch(self) -> tuple[Tensor, Tensor]:
+        """Series of training images ``[1, B, T, 28, 28]`` and their targets: ``[1, B, out]`` after
+        the last digit, or ``[1, B, T, out]`` after every digit (``supervise=every_step``: the
+        loss is then the mean over every prefix's output)."""
         idx = torch.randint(0, len(self.train_images), (self.batch_size, self.length), generator=self.gen)
         idx = idx.to(self.train_images.device)  # drawn on the CPU on every device: the same stream
-        return self.train_images[idx].unsqueeze(0), self.label(self.train_labels[idx]).unsqueeze(0)
+        labels = self.train_labels[idx]
+        target = self.running(labels) if self.every_step else self.label(labels)
+        return self.train_images[idx].unsqueeze(0), target.unsqueeze(0)
 
     def _predict(self, model: OverDigits, feats: Tensor, index: Tensor, chunk: int = 100) -> Tensor:
-        """The core's outputs for series given as rows of indices into ``feats`` ``[M, pool, F]``."""
-        return in_chunks(lambda s: model.head(feats[:, index[s]]), len(index), chunk)
+        """The core's outputs after the last digit, for series given as rows of indices into
+        ``feats`` ``[M, pool, F]``."""
+        core = model.head.core if isinstance(model.head, EveryStep) else model.head
+        return in_chunks(lambda s: core(feats[:, index[s]]), len(index), chunk)
 
     def _encode(self, model: OverDigits, images: Tensor, chunk: int = 2500) -> Tensor:
         return in_chunks(lambda s: model.encoder(images[s].unsqueeze(0)), len(images), chunk)
@@ -82,8 +102,23 @@ class SeriesProblem(mnist_data.DigitsProblem):
         return out
 
 
+class EveryStep(nn.Module):
+    """A recurrent core's output after every step, ``[M|1, B, T, F] -> [M, B, T, out]`` (its
+    ``per_step``), for training with ``supervise=every_step``."""
+
+    def __init__(self, core: nn.Module):
+        super().__init__()
+        if not hasattr(core, "per_step"):
+            raise ConfigError(f"{type(core).__name__} gives no per-step outputs; use task.supervise=last")
+        self.core = core
+
+    def forward(self, codes: Tensor) -> Tensor:
+        return self.core.per_step(codes)
+
+
 def factory_for(cfg: DictConfig):
-    """Builds the digit encoder followed by ``cfg.model`` as the recurrent core."""
+    """Builds the digit encoder followed by ``cfg.model`` as the recurrent core (read after every
+    digit when ``task.supervise=every_step``)."""
     core_factory = model_factory(cfg.model)
 
     def factory(in_features: int, out_features: int, members: int, recurrent: bool) -> nn.Module:
@@ -91,7 +126,7 @@ def factory_for(cfg: DictConfig):
                                cfg.task.encoder.hidden)
         core = core_factory(in_features=cfg.task.encoder.features, out_features=out_features,
                             members=members, recurrent=True)  # fmt: skip
-        return OverDigits(encoder, core)
+        return OverDigits(encoder, EveryStep(core) if cfg.task.supervise == "every_step" else core)
 
     return factory
 
@@ -102,4 +137,4 @@ def run(cfg: DictConfig, log) -> dict:
     problem = SeriesProblem(cfg.task, seeds, Path(cfg.data_dir))
     summary, _ = train_cell(cfg, problem, 28 * 28, OUTPUTS[kind], True, log, select="validation",
                             factory=factory_for(cfg))  # fmt: skip
-    return {**summary, "kind": kind}
+    return {**summary, "kind": kind, "supervise": cfg.task.supervise}

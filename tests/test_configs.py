@@ -49,7 +49,7 @@ def test_every_task_model_pair_composes_and_builds(task, model):
 def test_every_experiment_composes(experiment):
     cfg = compose([f"+experiment={experiment}"])
     OmegaConf.resolve(cfg)
-    assert cfg.name in experiment
+    assert cfg.name in experiment or cfg.name == experiment.replace("_stacks", "")  # stacks share table2's sweep
 
 
 def test_config_hash_ignores_only_presentation_keys():

@@ -51,8 +51,33 @@ def test_series_labels(fake_mnist, kind):
         assert int(y[0, digits[0, 0]]) == int((digits[0] == digits[0, 0]).sum())
     else:
         assert y.shape == (5, 1) and torch.equal(y[:, 0], digits.sum(1).float())
-    x, t = p.batch()
-    assert x.shape == (1, 7, 10, 28, 28) and t.shape[1] == 7
+    x, t = p.batch()  # supervised every step by default: the running target after every digit
+    out = 10 if kind == "counting" else 1
+    assert x.shape == (1, 7, 10, 28, 28) and t.shape == (1, 7, 10, out)
+    running = p.running(digits)
+    for k in range(1, 11):  # the target after k digits is the label of the first k
+        assert torch.equal(running[:, k - 1], p.label(digits[:, :k]))
+    last = problem(fake_mnist, kind, "task.supervise=last")
+    assert last.batch()[1].shape == (1, 7, out)
+
+
+@pytest.mark.parametrize("model", ["lstm", "nac", "rnn_relu"])
+def test_every_step_core_reads_out_every_prefix(fake_mnist, model):
+    """Trained every step, the core's output after digit k is what it outputs on the first k
+    digits alone, and evaluation reads the last one."""
+    from nalu.cell import build_model
+    from nalu.ensemble import init_members
+    from tasks.mnist_series import EveryStep, factory_for
+
+    cfg = compose(["task=mnist_counting", f"model={model}"])
+    model_ = build_model(factory_for(cfg), 784, 10, 2, True)
+    init_members(model_, [0, 1])
+    assert isinstance(model_.head, EveryStep)
+    codes = torch.rand(1, 3, 6, cfg.task.encoder.features)
+    every = model_.head(codes)
+    assert every.shape == (2, 3, 6, 10)
+    for k in (1, 3, 6):
+        torch.testing.assert_close(every[:, :, k - 1], model_.head.core(codes[:, :, :k]))
 
 
 def test_each_split_uses_only_its_own_images(fake_mnist):
@@ -75,21 +100,23 @@ def test_missing_data_names_make_data(workdir):
     assert line.startswith("error: MNIST not found") and "run `make data`" in line
 
 
-def test_tiny_table2_end_to_end(fake_mnist, workdir):
+@pytest.mark.parametrize("variant", ["", "_last"])
+def test_tiny_table2_end_to_end(fake_mnist, workdir, variant):
     tiny = ["progress=false", "task.steps=6", "task.eval_every=3", "seeds=2", f"data_dir={fake_mnist}",
             "task.validation_images=40", "task.validation_series=8", "task.batch_size=4",
             "task.test_series={1: 20, 10: 6, 100: 3, 1000: 2}"]  # fmt: skip
-    cli(["-m", "nalu.run", "-m", "+experiment=table2", "model=gru"] + tiny, workdir)
-    cli(["-m", "nalu.run", "-m", "+experiment=table2_stacks", "model=nac"] + tiny, workdir)
+    cli(["-m", "nalu.run", "-m", f"+experiment=table2{variant}", "model=gru"] + tiny, workdir)
+    cli(["-m", "nalu.run", "-m", f"+experiment=table2_stacks{variant}", "model=nac"] + tiny, workdir)
     out = workdir / "results"
-    cli(["-m", "nalu.tables", "table2", "--runs", str(workdir / "multirun/table2"), "--out", str(out)],
-        workdir)  # fmt: skip
-    md = (out / "table2.md").read_text()
+    cli(["-m", "nalu.tables", "table2", "--runs", str(workdir / f"multirun/table2{variant}"), "--out", str(out),
+         "--name", f"table2{variant}"], workdir)  # fmt: skip
+    md = (out / f"table2{variant}.md").read_text()
     assert "| NAC " in md and "/ 99.23" in md
     assert "NAC start with the state carried unchanged" in md  # only the stack-based core
+    assert ("on the target after every digit" in md) == (not variant)
     import pandas as pd
 
-    df = pd.read_csv(out / "table2.csv").dropna(subset=["ours"])
+    df = pd.read_csv(out / f"table2{variant}.csv").dropna(subset=["ours"])
     assert set(df.model) == {"nac", "gru"} and set(df.task) == {"counting", "addition"}
     assert len(df) == 16
 

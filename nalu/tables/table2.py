@@ -43,7 +43,8 @@ def cell_rows(cell: dict) -> list[dict]:
     return rows
 
 
-def build(runs: Path, out: Path) -> list[Path]:
+def build(runs: Path, out: Path, name: str = "table2") -> list[Path]:
+    """Table 2 from the sweep in ``runs`` as ``<out>/<name>.md|csv`` (a variant's: ``table2_last``)."""
     cells = require([c for c in load_cells(runs) if c["task"] in ("mnist_counting", "mnist_addition")],
                     "MNIST counting or addition", runs, "reproduce-table2")
     ours = pd.DataFrame([r for c in cells for r in cell_rows(c)],
@@ -70,13 +71,17 @@ def build(runs: Path, out: Path) -> list[Path]:
         identity = [HEADERS[c["model"]] for c in cells if c["config"]["model"].get("state_init") == "identity"]
         init = (f"; {', '.join(sorted(set(identity)))} start with the state carried unchanged "
                 "(state_init=identity)") if identity else ""
+        supervised = ("on the target after every digit (the mean over all prefixes)"
+                      if t.get("supervise", "last") == "every_step" else "on the output after the last digit only")
+        val = (f"; each seed's step picked on validation series of length {t['validation_length']}"
+               if t.get("validation_length") else "")  # fmt: skip
         protocol = (
             f"Encoder: {describe_encoder(t['encoder'])}, trained end to end with the "
             f"recurrent core (hidden sizes {dict(t['hidden'])}{init}). Training: series of length "
             f"{t['length']} from the MNIST training images (the last {t['validation_images']:,} held "
-            f"out for validation), {t['batch_size']} series per step, {c0['steps']:,} steps of Adam "
-            f"(lr {o['lr']}), squared error; {len(c0['seeds'])} seeds per cell. Test series from the "
-            f"MNIST test images: {dict(t['test_series'])} (length: count)."
+            f"out for validation{val}), {t['batch_size']} series per step, {c0['steps']:,} steps of Adam "
+            f"(lr {o['lr']}), squared error {supervised}; {len(c0['seeds'])} seeds per cell. Test series "
+            f"from the MNIST test images: {dict(t['test_series'])} (length: count)."
         )
     else:
         protocol = "No cells were run."
@@ -96,4 +101,4 @@ def build(runs: Path, out: Path) -> list[Path]:
         )[["task", "model", "length", "metric", "ours", "paper", "median", "spread", "diverged",
            "seeds", "chosen_seed"]]),
     ]) + "\n"  # fmt: skip
-    return write_table(out, "table2", md, df)
+    return write_table(out, name, md, df)
