@@ -1,9 +1,10 @@
 """The one supervised training loop, for all seeds of a cell at once (see ``nalu.ensemble``).
 
 A task hands ``fit`` a *problem*: something that draws a training batch for every member and
-evaluates a model on its fixed test sets. ``fit`` trains with squared error, evaluates every
-``eval_every`` steps (or on an ``EvalSchedule`` that thins out late in training), keeps each member's weights from the evaluation where its ``select``
-metric was lowest (early stopping on a validation set), freezes members that diverge, and
+evaluates a model on its fixed test sets. ``fit`` trains with squared error (or the problem's own
+``loss``), evaluates every ``eval_every`` steps (or on an ``EvalSchedule`` that thins out late in
+training), keeps each member's weights from the evaluation where its ``select`` metric was
+lowest (early stopping on a validation set), freezes members that diverge, and
 returns the metrics of the initial, final and best-step weights per member. Units with a
 regulariser or a post-step action (clamping; see ``nalu.units``) take part at every step.
 
@@ -40,6 +41,10 @@ Metrics = dict[str, Tensor]  # metric name -> one value per member, shape [M]
 
 
 class Problem(Protocol):
+    """What ``fit`` trains on. A problem may also define ``loss(output, target) -> [M]``, each
+    member's training loss (default ``squared_error``); the compiled step supports only the
+    default, so a problem with its own loss trains through autograd."""
+
     members: int
 
     def batch(self) -> tuple[Tensor, Tensor]:
@@ -50,6 +55,11 @@ class Problem(Protocol):
 
     def to(self, device: torch.device) -> Problem:
         """Move the fixed evaluation sets (and anything ``batch`` computes with) to ``device``."""
+
+
+def squared_error(output: Tensor, target: Tensor) -> Tensor:
+    """Each member's mean squared error, ``[M]``: the training loss unless a problem brings its own."""
+    return (output - target).square().flatten(1).mean(1)
 
 
 @dataclass
@@ -183,8 +193,9 @@ def fit(
     loss_sum, loss_count = torch.zeros(M, device=dev), 0
     post_step = [m for m in model.modules() if hasattr(m, "after_step")]  # clamps (see nalu.units)
     rngs = generators(problem, model)
-    fast = training_step(train_step, model, optimizer)  # None: autograd (see nalu.fast)
-    take_step = fast or AutogradStep(model, optimizer)
+    own_loss = getattr(problem, "loss", None)  # a problem's own loss trains through autograd
+    fast = training_step(train_step, model, optimizer) if own_loss is None else None  # None: autograd
+    take_step = fast or AutogradStep(model, optimizer, own_loss or squared_error)
 
     def evaluate(step: int) -> Metrics:
         nonlocal loss_sum, loss_count
@@ -282,19 +293,21 @@ def fit(
 
 
 class AutogradStep:
-    """The reference training step of every member: squared error plus the units' regularisers,
+    """The reference training step of every member: the loss (squared error unless the problem
+    brings its own) plus the units' regularisers,
     ``backward``, the optimiser's step. A member that is not ``alive``, or whose loss is not
     finite now (it dies at this step), is frozen: its gradients and optimiser moments are zeroed,
     so its weights stay where they are. ``nalu.fast.CompiledStep`` computes the same."""
 
-    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer):
-        self.model, self.optimizer = model, optimizer
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer,
+                 loss: Callable[[Tensor, Tensor], Tensor] = squared_error):  # fmt: skip
+        self.model, self.optimizer, self.loss = model, optimizer, loss
         self.params = list(model.parameters())
         # units that regularise their weights (see nalu.units)
         self.regularized = [m for m in model.modules() if hasattr(m, "regularizer")]
 
     def __call__(self, x: Tensor, y: Tensor, alive: Tensor, step: int) -> Tensor:
-        loss_m = (self.model(x) - y).square().flatten(1).mean(1)
+        loss_m = self.loss(self.model(x), y)
         live = alive & torch.isfinite(loss_m.detach())
         all_live = bool(live.all())
         objective = loss_m

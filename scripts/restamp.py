@@ -137,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         for cell_dir, code, path, cfg in records:
             edited = sorted(changed(code))
             overrides = hydra_file(cell_dir, "overrides")
-            kind = (tuple(overrides or []), tuple(edited))  # one check per command and edit
+            # one check per command and edit; the ops of a fused group ran as one model and share it
+            kind = (tuple(o for o in overrides or [] if not o.startswith("task.op=")), tuple(edited))
             if kind not in verdicts:
                 old = {rel: recorded_version(rel, code[rel]) for rel in edited if rel in today}
                 if overrides is None or cfg is None or len(old) != len(edited) or None in old.values():

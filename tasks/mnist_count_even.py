@@ -10,8 +10,9 @@ training images at every step (their layouts from a fixed pool of ``layouts`` dr
 digits fresh), validation canvases from the held-out training images, test canvases from the
 MNIST test images; both fixed sets are drawn once from fixed seeds.
 
-Seguí et al. cast the count as classification (a softmax over 0..5 trained with cross-entropy);
-that row needs a loss other than squared error in ``nalu.train.fit`` and is not built yet.
+``final_layer=segui`` is Seguí et al.'s own head: the count cast as classification, a linear
+layer to ``max_digits + 1`` logits trained with cross-entropy (the problem's ``loss``), the
+answer the most likely count; its validation metric is the cross-entropy.
 """
 
 from __future__ import annotations
@@ -21,26 +22,32 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig
 from torch import Tensor, nn
+from torch.nn import functional as F
 
-from baselines.constrained import ConstrainedLinear
+from baselines.constrained import VARIANTS, ConstrainedLinear
 from baselines.convnet import CanvasEncoder
+from nalu import ensemble
 from nalu.cell import train_cell
 from nalu.ensemble import in_chunks
-from nalu.errors import ConfigError
+from nalu.errors import ConfigError, check_choice
 from nalu.scoring import rounded
 from nalu.seeding import generator
-from nalu.train import Metrics
+from nalu.train import Metrics, squared_error
 from tasks import mnist_canvas, mnist_data
+
+SEGUI = "segui"  # Seguí et al.'s softmax head, beside the final layers of baselines.constrained
 
 
 class CountEvenProblem(mnist_data.DigitsProblem):
     ON_DEVICE = ("val_canvases", "val_count", "test_canvases", "test_count")
 
     def __init__(self, cfg: DictConfig, seeds: list[int], data_root: Path):
+        check_choice("final layer", cfg.final_layer, [*VARIANTS, SEGUI])
         if not 0 <= cfg.min_digits <= cfg.max_digits:
             raise ConfigError(f"need 0 <= min_digits <= max_digits, got {cfg.min_digits}, {cfg.max_digits}")
         self.members, self.batch_size, self.size = len(seeds), cfg.batch_size, cfg.canvas
         self.digits = (cfg.min_digits, cfg.max_digits)
+        self.classify = cfg.final_layer == SEGUI
         super().__init__(data_root, cfg.validation_images)
         self.gen = generator("mnist_count_even", "train_data", cfg.data_seed)
         self.layouts = mnist_canvas.layouts(cfg.layouts, self.gen, self.size, *self.digits)
@@ -58,16 +65,36 @@ class CountEvenProblem(mnist_data.DigitsProblem):
         c = mnist_canvas.render(self.train_images, self.train_labels, self.layouts[which], pick, self.size)
         return c.images.unsqueeze(0), c.even.float().view(1, -1, 1)
 
+    def loss(self, output: Tensor, target: Tensor) -> Tensor:
+        """Each member's training loss ``[M]``: squared error on the count, or, for Seguí's
+        softmax head, cross-entropy over the counts."""
+        if not self.classify:
+            return squared_error(output, target)
+        return cross_entropy(output, target[..., 0])
+
     @staticmethod
     def _predict(model: nn.Module, canvases: Tensor, chunk: int = 500) -> Tensor:
-        return in_chunks(lambda s: model(canvases[s].unsqueeze(0)), len(canvases), chunk)[..., 0]
+        """``[M, N, outputs]``: one number per canvas, or the logits of every count."""
+        return in_chunks(lambda s: model(canvases[s].unsqueeze(0)), len(canvases), chunk)
 
     def evaluate(self, model: nn.Module) -> Metrics:
-        out = {"validation": (self._predict(model, self.val_canvases) - self.val_count).square().mean(1)}
-        s = self._predict(model, self.test_canvases)
-        out["accuracy"] = 100 * (rounded(s) == self.test_count).float().mean(1)
-        out["mae"] = (s - self.test_count).abs().mean(1)
+        val, test = self._predict(model, self.val_canvases), self._predict(model, self.test_canvases)
+        if self.classify:
+            answer = test.argmax(-1).float()
+            out = {"validation": cross_entropy(val, self.val_count[None].expand(len(val), -1))}
+        else:
+            val, test = val[..., 0], test[..., 0]
+            answer = rounded(test)
+            out = {"validation": (val - self.val_count).square().mean(1)}
+        out["accuracy"] = 100 * (answer == self.test_count).float().mean(1)
+        out["mae"] = (answer - self.test_count).abs().mean(1) if self.classify else (test - self.test_count).abs().mean(1)
         return out
+
+
+def cross_entropy(logits: Tensor, count: Tensor) -> Tensor:
+    """Mean cross-entropy per member: ``logits [M, N, classes]``, ``count [M|1, N]`` -> ``[M]``."""
+    target = count.long().expand(logits.shape[0], -1)
+    return F.cross_entropy(logits.flatten(0, 1), target.flatten(), reduction="none").view(target.shape).mean(1)
 
 
 class CountingNet(nn.Module):
@@ -87,6 +114,8 @@ def run(cfg: DictConfig, log) -> dict:
 
     def factory(in_features: int, out_features: int, members: int, recurrent: bool) -> nn.Module:
         encoder = CanvasEncoder(t.canvas, t.encoder.features, members, tuple(t.encoder.channels))
+        if t.final_layer == SEGUI:  # the count as a class: logits over 0..max_digits
+            return CountingNet(encoder, ensemble.Linear(t.encoder.features, t.max_digits + 1, members))
         return CountingNet(encoder, ConstrainedLinear(t.encoder.features, 1, members, t.final_layer))
 
     summary, _ = train_cell(cfg, problem, t.canvas * t.canvas, 1, False, log, select="validation", factory=factory)

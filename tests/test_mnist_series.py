@@ -150,7 +150,8 @@ def test_tiny_table4_end_to_end(fake_mnist, workdir, variant):
     tiny = ["progress=false", "task.steps=4", "task.eval_every=2", "seeds=2", f"data_dir={fake_mnist}",
             "task.validation_images=40", "task.validation_samples=8", "task.batch_size=4",
             "task.test_samples=20"] + (["task.layouts=50"] if not variant else [])  # fmt: skip
-    cli(["-m", "nalu.run", "-m", f"+experiment=table4{variant}", "task.final_layer=nac,wx_plus_b"] + tiny, workdir)
+    layers = "nac,wx_plus_b" + (",segui" if not variant else "")  # Seguí's softmax head on his task only
+    cli(["-m", "nalu.run", "-m", f"+experiment=table4{variant}", f"task.final_layer={layers}"] + tiny, workdir)
     out = workdir / "results"
     cli(["-m", "nalu.tables", "table4", "--runs", str(workdir / f"multirun/table4{variant}"), "--out", str(out),
          "--name", f"table4{variant}"], workdir)  # fmt: skip
@@ -160,7 +161,9 @@ def test_tiny_table4_end_to_end(fake_mnist, workdir, variant):
     import pandas as pd
 
     df = pd.read_csv(out / f"table4{variant}.csv").dropna(subset=["ours"])
-    assert set(df.layer) == {"nac", "wx_plus_b"} and (df.seeds == 2).all()
+    expected = {"nac", "wx_plus_b"} | (set() if variant else {"previous_best_wx_plus_b"})
+    assert set(df.layer) == expected and (df.seeds == 2).all()
+    assert ("Seguí et al.'s softmax head (the paper's previous best)" in md) == (not variant)
 
 
 def test_canvases_place_digits_without_overlap_and_count_the_even_ones():
@@ -187,6 +190,28 @@ def test_canvases_place_digits_without_overlap_and_count_the_even_ones():
         assert ((c.images[i] > 0) == ink).all()
     again = mnist_canvas.draw(images, labels, 400, torch.Generator().manual_seed(1))
     assert torch.equal(again.images, c.images) and torch.equal(again.digits, c.digits)  # deterministic
+
+
+def test_segui_head_trains_with_cross_entropy_and_answers_the_likeliest_count(fake_mnist):
+    from tasks.mnist_count_even import CountEvenProblem, cross_entropy
+
+    cfg = compose(["task=mnist_count_even", "task.final_layer=segui", "task.validation_images=40",
+                   "task.validation_samples=8", "task.test_samples=20", "task.layouts=30"]).task  # fmt: skip
+    p = CountEvenProblem(cfg, [0, 1], fake_mnist)
+    logits = torch.randn(2, 5, 6)
+    count = torch.tensor([[0.0, 1, 2, 5, 3]])
+    expected = torch.stack([torch.nn.functional.cross_entropy(logits[m], count[0].long()) for m in range(2)])
+    torch.testing.assert_close(p.loss(logits, count[..., None]), expected)
+    torch.testing.assert_close(cross_entropy(logits, count), expected)
+
+    class Fixed(torch.nn.Module):  # always puts its mass on count 2
+        def forward(self, canvases):
+            out = torch.zeros(2, canvases.shape[1], 6)
+            out[..., 2] = 10.0
+            return out
+
+    metrics = p.evaluate(Fixed())
+    torch.testing.assert_close(metrics["accuracy"], (100 * (p.test_count == 2).float().mean()).expand(2))
 
 
 def test_count_even_problem_draws_from_the_right_splits(fake_mnist):
