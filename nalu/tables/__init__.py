@@ -30,7 +30,8 @@ SIMPLE = {
 }
 
 
-def main(argv: list[str] | None = None) -> None:
+def parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m nalu.tables``."""
     p = argparse.ArgumentParser(prog="python -m nalu.tables", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     sub = p.add_subparsers(dest="what", required=True)
@@ -63,7 +64,11 @@ def main(argv: list[str] | None = None) -> None:
     cv = sub.add_parser("curves", help="plot a run directory's history.csv")
     cv.add_argument("run_dir", type=Path)
     cv.add_argument("--out", type=Path, default=None)
-    a = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    a = parser().parse_args(argv)
 
     if a.what == "table1":
         from nalu.tables import table1

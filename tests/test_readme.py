@@ -1,0 +1,67 @@
+"""The README's commands, as a user copies them: they call the project's environment, their
+overrides compose into a config, their table commands parse, their make targets exist."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+
+import pytest
+from omegaconf import OmegaConf
+
+from nalu import run
+from nalu import tables
+
+from .conftest import ROOT, compose
+
+README = ROOT / "README.md"
+
+
+def commands() -> list[str]:
+    """Every command line of the README's ``bash`` blocks (continuations joined, comments cut)."""
+    out = []
+    for block in re.findall(r"```bash\n(.*?)```", README.read_text(), re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = re.split(r"\s+#\s", line)[0].strip()
+            if line:
+                out.append(line)
+    return out
+
+
+def of(prefix: str) -> list[str]:
+    return [c for c in commands() if c.startswith(prefix)]
+
+
+def test_python_commands_call_the_projects_environment():
+    """`python` alone is not on a fresh clone's path with hydra installed: every command, in blocks
+    and inline, names .venv/bin/python (which every make target builds)."""
+    assert len(commands()) > 10
+    for c in commands():
+        assert not c.split()[0].endswith("python") or c.startswith(".venv/bin/python "), c
+    assert not re.findall(r"(?<![\w/.])python (?:-m nalu|scripts/)", README.read_text())
+
+
+@pytest.mark.parametrize("command", of(".venv/bin/python -m nalu.run"))
+def test_run_commands_compose(command):
+    args = [a.replace("<partition>", "p") for a in shlex.split(command)[3:] if a != "-m" and not a.startswith("[")]
+    run.check_group_choices(args)
+    run.check_keys(args)
+    overrides = [a.split(",")[0] if "=" in a and not a.startswith("hydra") else a for a in args
+                 if not a.startswith(("hydra.", "hydra/"))]  # fmt: skip
+    cfg = compose(overrides)
+    OmegaConf.to_container(cfg, resolve=True)  # every interpolation resolves
+    for a in args:
+        if a.startswith("hydra/launcher="):
+            assert (run.CONFIG_DIR / "hydra" / "launcher" / f"{a.split('=', 1)[1]}.yaml").exists(), a
+
+
+@pytest.mark.parametrize("command", of(".venv/bin/python -m nalu.tables"))
+def test_table_commands_parse(command):
+    tables.parser().parse_args(shlex.split(command)[3:])
+
+
+@pytest.mark.parametrize("command", of("make "))
+def test_make_commands_name_targets_that_exist(command):
+    p = subprocess.run(["make", "-n", *shlex.split(command)[1:]], cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
