@@ -167,6 +167,29 @@ def task_module(cfg: DictConfig):
     return importlib.import_module(f"tasks.{cfg.task.name}")
 
 
+def validate(cfgs: list[DictConfig]) -> None:
+    """Ask every cell of a sweep, before any runs, what the runner and its task can refuse from
+    the config alone; one ConfigError naming every refused cell and why (a sweep with one bad
+    value no longer stops after running the cells before it, nor skips the ones after)."""
+    refused = []
+    for cfg in cfgs:
+        try:
+            cfg = cfg.copy()
+            with open_dict(cfg):
+                cfg.seeds = resolve_seeds(OmegaConf.to_object(cfg.seeds) if OmegaConf.is_list(cfg.seeds)
+                                          else cfg.seeds)  # fmt: skip
+            devices.resolve(cfg.device)
+            check_budget(cfg)
+            check_values(cfg)
+            task = task_module(cfg)
+            if hasattr(task, "check"):
+                task.check(cfg)
+        except ConfigError as e:
+            refused.append(f"{cell_name(cfg)}: {e}")
+    if refused:
+        raise ConfigError(f"{len(refused)} of {len(cfgs)} cells refused, none run: " + "; ".join(refused))
+
+
 def group_key(cfg: DictConfig) -> str:
     """Cells with the same key may train as one batched model (``hydra/launcher=fused``): the
     same config but for the values their task's ``run_group`` lets differ (its ``FUSES``: e.g.

@@ -238,6 +238,16 @@ def mse(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
 FUSES = ("task.op", "task.cell_name", "seeds")
 
 
+def check(cfg: DictConfig) -> None:
+    """Refusals known from the config alone (the runner asks before any cell runs): the op, the
+    subsets and the ranges."""
+    t = cfg.task
+    op = check_choice("op", t.op, OPS)
+    subset_layout(t.input_size, t.subset_ratio, t.overlap_ratio)
+    check_splits(Split(t.interpolation.low, t.interpolation.high, t.length, 0),
+                 Split(t.extrapolation.low, t.extrapolation.high, t.extrapolation_length, 0), op)  # fmt: skip
+
+
 def run(cfg: DictConfig, log, recurrent: bool) -> dict:
     """Train every seed of one (model, op) cell and return its metrics (see ``nalu.run``)."""
     return run_group([cfg], log, recurrent)[0]

@@ -18,7 +18,7 @@ RUN = ["-m", "nalu.run"]
 @pytest.mark.parametrize("args,valid", [
     (["model=foo"], "unknown model 'foo'; valid: dnc, dnc_nalu, gru, inalu, lstm, lstm_nac, lstm_nalu, lstm_sum, mlp, nac, nalu, nau, nmu, none, npu"),
     (["-m", "model=nac,foo"], "unknown model 'foo'"),
-    (["task=bar"], "unknown task 'bar'; valid: gridworld_time, identity, mnist_addition, mnist_counting"),
+    (["task=bar"], "unknown task 'bar'; valid: gridworld_time, identity, mnist_addition, mnist_count_even, mnist_counting"),
     (["task=gridworld_time", "task.agent=a2c"], "unknown agent 'a2c'; valid: a3c, a3c_nac"),
     (["task=gridworld_time", "optimizer=sgd"], "use optimizer=adam"),
     (["task=gridworld_time", "task.env.commands=[2,12]"], "max_distance (4) <= low <= high"),

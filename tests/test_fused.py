@@ -115,3 +115,15 @@ def test_cells_that_cannot_fuse_still_run_under_the_fused_launcher(workdir, laun
                "task.table5.points=101"], workdir)  # fmt: skip
     made = [json.loads(p.read_text()) for p in (workdir / "multirun/identity").glob("*/metrics.json")]
     assert len(made) == 2 and all(m["complete"] and m["fused_with"] == [] for m in made)
+
+
+def test_a_bad_cell_refuses_the_sweep_before_any_cell_runs(workdir):
+    """Every cell is asked first: one line names each refused cell, and none of the valid ones
+    ran only to leave the sweep half done."""
+    p = cli(RUN + ["model=nac", "task.op=pow,add,mul,root", "hydra/launcher=fused", "name=bad"] + TINY_ARITHMETIC,
+            workdir, check=False)  # fmt: skip
+    assert p.returncode == 2
+    line = p.stderr.strip().splitlines()[-1]
+    assert line.startswith("error: 2 of 4 cells refused, none run: static/pow/nac: unknown op 'pow'")
+    assert "static/root/nac: unknown op 'root'" in line
+    assert not list(workdir.rglob("metrics.json")) and not list(workdir.rglob("history.csv"))

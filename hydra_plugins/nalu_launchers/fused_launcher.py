@@ -81,14 +81,22 @@ class FusedLauncher(Launcher):
         self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
 
     def groups(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[list[Job]]:
-        """The jobs, grouped by ``group_key`` in order of first appearance."""
-        from nalu.run import group_key
+        """The jobs, grouped by ``group_key`` in order of first appearance, once every cell has
+        passed ``nalu.run.validate`` (a bad value refuses the sweep before any cell runs)."""
+        from nalu.errors import ConfigError, exit_with
+        from nalu.run import group_key, validate
 
         by_key: dict[str, list[Job]] = {}
+        cfgs = []
         for idx, overrides in enumerate(job_overrides, initial_job_idx):
             sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
             task_cfg = OmegaConf.masked_copy(sweep_config, [k for k in sweep_config if k != "hydra"])
+            cfgs.append(task_cfg)
             by_key.setdefault(group_key(task_cfg), []).append((idx, sweep_config))
+        try:
+            validate(cfgs)
+        except ConfigError as e:
+            exit_with(e)
         return list(by_key.values())
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
