@@ -50,9 +50,9 @@ def build(runs: Path, out: Path, name: str = "table4") -> list[Path]:
     affine = df.loc[df.layer == "wx_plus_b", "median"]
     base_error = 100 - float(affine.iloc[0]) if len(affine) else math.nan
     df["error_cut_vs_wx_plus_b_pct"] = 100 * (1 - (100 - df["median"]) / base_error)
-    counting_task = bool(cells) and cells[0]["task"] == "mnist_count_even"
+    counting = cells[0]["task"] == "mnist_count_even"
     show = df.assign(
-        layer=[LABELS.get(k, "Seguí et al.'s softmax head (the paper's previous best)" if counting_task
+        layer=[LABELS.get(k, "Seguí et al.'s softmax head (the paper's previous best)" if counting
                           else "previous best (Wx + b), as cited by the paper") for k in df.layer],
         ours=[fmt(v, 1) if not math.isnan(v) else "-" for v in df.ours],
         median=[fmt(v, 1) if not math.isnan(v) else "-" for v in df["median"]],
@@ -62,23 +62,22 @@ def build(runs: Path, out: Path, name: str = "table4") -> list[Path]:
         error_cut=[f"{v:+.0f}%" if np.isfinite(v) else "-" for v in df.error_cut_vs_wx_plus_b_pct],
     )[["layer", "ours", "paper", "median", "spread", "error_cut", "diverged"]].rename(
         columns={"error_cut": "median error cut vs Wx + b"})  # fmt: skip
-    c0 = cells[0] if cells else None
-    protocol = ""
-    if c0 and c0["task"] == "mnist_count_even":
-        t, o = c0["config"]["task"], c0["config"]["optimizer"]
+    c0 = cells[0]
+    t, o = c0["config"]["task"], c0["config"]["optimizer"]
+    if counting:
         protocol = (
             f"Task (Seguí, Pujol & Vitrià 2015, which the paper defers to): how many of the "
             f"{t['min_digits']}-{t['max_digits']} MNIST digits on a {t['canvas']}x{t['canvas']} canvas "
             f"(placed without overlap) are even. A counting CNN (fomorians/counting-mnist's network: "
             f"convolutions {list(t['encoder']['channels'])}, a density map, a dense ReLU layer of "
             f"{t['encoder']['features']}) ends in the final layer under study, trained end to end with "
-            f"squared error on the count, {t['batch_size']} canvases per step, {c0['steps']:,} steps of "
+            f"squared error on the count (Seguí et al.'s softmax head: cross-entropy over the counts, "
+            f"its answer the likeliest count), {t['batch_size']} canvases per step, {c0['steps']:,} steps of "
             f"Adam (lr {o['lr']}), {len(c0['seeds'])} seeds per row; accuracy = the rounded output "
             f"equals the count, on {t['test_samples']:,} canvases from the MNIST test images, for the "
             "seed with the lowest validation MSE."
         )
-    elif c0:
-        t, o = c0["config"]["task"], c0["config"]["optimizer"]
+    else:
         protocol = (
             f"Task (ours; the paper defers to Segui et al. 2015): is the sum of {t['digits']} MNIST "
             f"digits odd? A shared encoder ({describe_encoder(t['encoder'])}, per digit) feeds the "
@@ -88,7 +87,6 @@ def build(runs: Path, out: Path, name: str = "table4") -> list[Path]:
             f"accuracy = parity of the rounded output on {t['test_samples']:,} inputs from the MNIST "
             "test images, for the seed with the lowest validation MSE."
         )
-    counting = c0 is not None and c0["task"] == "mnist_count_even"
     md = "\n\n".join([
         "# Table 4: " + ("counting even MNIST digits (Seguí et al. 2015)" if counting else "MNIST parity (our variant)")
         + ", final-layer ablation (test accuracy %)",
