@@ -26,7 +26,6 @@ COLUMNS = [
     ("recurrent", "recurrent_arithmetic", "nac", "NAC"),
     ("recurrent", "recurrent_arithmetic", "nalu", "NALU"),
 ]
-PAPER_MODEL = {"rnn_relu": "relu"}
 
 
 def verdict(ours: float, theirs: float) -> str:
