@@ -52,7 +52,7 @@ def feature_major():
     products come out ``[M, out, B]``. A recurrent cell's state is two or so features wide; laid
     out ``[M, B, 2]`` its elementwise work runs in loops whose innermost dimension is 2, which
     inductor vectorises with masked 16-lane loads (most of a recurrent step's time); laid out
-    ``[M, 2, B]`` the innermost loop runs over the batch. Used by ``nalu.stack.recur`` in a
+    ``[M, 2, B]`` the innermost loop runs over the batch. Used by ``nalu.stack.Stack`` in a
     compiled step only: the same products, in another memory order."""
     global _feature_major
     before, _feature_major = _feature_major, True

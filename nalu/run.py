@@ -81,6 +81,16 @@ def check_budget(cfg: DictConfig) -> None:
         raise ConfigError(f"task {cfg.task.name} has no budget '{budget}'; valid: {', '.join(valid)}")
 
 
+def check_config(cfg: DictConfig) -> None:
+    """The runner's own refusals, in one line, before any work; resolves ``cfg.seeds`` to a list."""
+    with open_dict(cfg):
+        cfg.seeds = resolve_seeds(OmegaConf.to_object(cfg.seeds) if OmegaConf.is_list(cfg.seeds)
+                                  else cfg.seeds)  # fmt: skip
+    devices.resolve(cfg.device)  # a bad or absent device
+    check_budget(cfg)
+    check_values(cfg)
+
+
 def check_values(cfg: DictConfig) -> None:
     """Refuse values no run can use, before any work: budgets and sizes below 1, a learning rate
     that is not positive."""
@@ -144,12 +154,7 @@ class Cell:
 
 def prepare(cfg: DictConfig, out_dir: Path) -> Cell | None:
     """Resolve and check ``cfg``; None if the cell is up to date (or this is a dry run)."""
-    with open_dict(cfg):
-        cfg.seeds = resolve_seeds(OmegaConf.to_object(cfg.seeds) if OmegaConf.is_list(cfg.seeds)
-                                  else cfg.seeds)  # fmt: skip
-    devices.resolve(cfg.device)  # a bad or absent device fails here, in one line, before any work
-    check_budget(cfg)
-    check_values(cfg)
+    check_config(cfg)
     digest = config_hash(cfg)
     name = cell_name(cfg)
     reason = "force=true" if cfg.force else out_of_date(out_dir, digest)
@@ -175,12 +180,7 @@ def validate(cfgs: list[DictConfig]) -> None:
     for cfg in cfgs:
         try:
             cfg = cfg.copy()
-            with open_dict(cfg):
-                cfg.seeds = resolve_seeds(OmegaConf.to_object(cfg.seeds) if OmegaConf.is_list(cfg.seeds)
-                                          else cfg.seeds)  # fmt: skip
-            devices.resolve(cfg.device)
-            check_budget(cfg)
-            check_values(cfg)
+            check_config(cfg)
             task = task_module(cfg)
             if hasattr(task, "check"):
                 task.check(cfg)
@@ -376,9 +376,6 @@ def check_group_choices(argv: list[str], config_dir: Path = CONFIG_DIR) -> None:
         for choice in value.split(","):
             if choice and choice not in valid:
                 raise ConfigError(f"unknown {key} '{choice}'; valid: {', '.join(valid)}")
-
-
-_ABSENT = object()
 
 
 def dotted_keys(node, prefix: str = "") -> list[str]:
