@@ -16,15 +16,18 @@ from __future__ import annotations
 import difflib
 import hashlib
 import importlib
+import math
 import shutil
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import hydra
 import torch
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from nalu import device as devices
@@ -114,9 +117,29 @@ def steps_fraction(fraction: float, *, _root_: DictConfig) -> int:
     return int(fraction * (_root_.task.get("steps") or 0))
 
 
+PENDING = ".hydra.next"  # the job's config as Hydra saves it, until the runner knows the cell runs
+
+
 def hydra_subdir(dry_run: bool) -> str | None:
-    """Where Hydra saves a job's config: nowhere for a dry run, which must leave cells untouched."""
-    return None if dry_run else ".hydra"
+    """Where Hydra saves a job's config: beside ``.hydra/``, which the runner replaces with it for a
+    cell it makes and keeps for a cell it skips (``settle_config``); nowhere for a dry run, which
+    must leave cells untouched."""
+    return None if dry_run else PENDING
+
+
+def settle_config(out_dir: Path, runs: bool) -> None:
+    """Hydra writes a job's config before the runner knows whether the cell is up to date: a cell
+    that runs gets the config of the command running it in ``.hydra/``; a skipped cell keeps the
+    one of the command that made it (a rerun with other unhashed settings, such as
+    ``logger=wandb``, does not rewrite it)."""
+    pending = out_dir / PENDING
+    if not pending.is_dir():
+        return
+    if runs:
+        shutil.rmtree(out_dir / ".hydra", ignore_errors=True)
+        pending.rename(out_dir / ".hydra")
+    else:
+        shutil.rmtree(pending, ignore_errors=True)
 
 
 # used by hydra.run.dir and hydra.output_subdir in configs/config.yaml, and by configs/model/nmu.yaml
@@ -142,9 +165,44 @@ def full_float32() -> None:
         cuda.matmul.allow_tf32 = cudnn.allow_tf32 = False
 
 
+def label(name: str, overrides: str) -> str:
+    """The cell's name for messages: ``name`` plus the sweep's overrides it does not already show
+    (Table 5's MLP cells are all ``identity/mlp``, told apart by ``model.activation_name``)."""
+    parts = set(name.split("/"))
+    extra = [o for o in overrides.split(",") if o and o.split("=", 1)[-1] not in parts]
+    return f"{name} [{','.join(extra)}]" if extra else name
+
+
+def job_overrides() -> str:
+    """The running sweep job's values of the keys its sweep varies (``model.activation_name=Tanh``);
+    '' for a single run. The sweep's own overrides are in its ``multirun.yaml``, which Hydra writes
+    before any job: a key given several values there, or in ``hydra.sweeper.params``, varies."""
+    if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.MULTIRUN:
+        return ""
+    hc = HydraConfig.get()
+    swept = set(hc.sweeper.get("params") or {})
+    sweep = Path(hc.sweep.dir) / "multirun.yaml"
+    if sweep.exists():
+        for arg in OmegaConf.load(sweep).hydra.overrides.task:
+            key, _, value = arg.partition("=")
+            if "," in value or value.startswith(("range(", "choice(", "glob(")):
+                swept.add(key.lstrip("+~"))
+    return ",".join(o for o in hc.overrides.task if o.partition("=")[0].lstrip("+~") in swept)
+
+
+class CellJob(NamedTuple):
+    """A cell as a launcher hands it to the runner: its config, its folder, and the overrides of
+    its sweep point (for messages)."""
+
+    cfg: DictConfig
+    out_dir: Path
+    overrides: str = ""
+
+
 @dataclass
 class Cell:
-    """A cell the runner is to make: its config, folder, config digest and name."""
+    """A cell the runner is to make: its config, folder, config digest and name (with the sweep
+    overrides that tell it apart, for messages)."""
 
     cfg: DictConfig
     out_dir: Path
@@ -152,18 +210,20 @@ class Cell:
     name: str
 
 
-def prepare(cfg: DictConfig, out_dir: Path) -> Cell | None:
+def prepare(cfg: DictConfig, out_dir: Path, overrides: str = "") -> Cell | None:
     """Resolve and check ``cfg``; None if the cell is up to date (or this is a dry run)."""
     check_config(cfg)
     digest = config_hash(cfg)
-    name = cell_name(cfg)
+    name = label(cell_name(cfg), overrides)
     reason = "force=true" if cfg.force else out_of_date(out_dir, digest)
     if cfg.get("dry_run"):
         print(f"status: {'up to date' if reason is None else 'to run'}: {name}"
               f"{'' if reason is None else f' ({reason})'}", file=sys.stderr)  # fmt: skip
         return None
     if reason is None:
-        print(f"skip {name}: complete in {out_dir}", file=sys.stderr)
+        again = "; its history is not logged to wandb again (force=true reruns it)" if cfg.logger.name == "wandb" else ""
+        print(f"skip {name}: complete in {out_dir}{again}", file=sys.stderr)
+        settle_config(out_dir, runs=False)
         return None
     return Cell(cfg, out_dir, digest, name)
 
@@ -227,14 +287,14 @@ class GroupLog:
             log.rewind(step)
 
 
-def run_cells(pairs: list[tuple[DictConfig, Path]]) -> list[dict | None]:
-    """Make every cell of ``pairs`` (config, folder) that is not up to date; together, as one
-    batched model, where there are several (their task's ``run_group``; the fused launcher
-    hands only cells of one ``group_key`` here). Returns each cell's metrics, None if skipped."""
-    cells = [prepare(cfg, out_dir) for cfg, out_dir in pairs]
+def run_cells(jobs: list[CellJob]) -> list[dict | None]:
+    """Make every cell of ``jobs`` that is not up to date; together, as one batched model, where
+    there are several (their task's ``run_group``; the fused launcher hands only cells of one
+    ``group_key`` here). Returns each cell's metrics, None if skipped."""
+    cells = [prepare(*job) for job in jobs]
     todo = [c for c in cells if c is not None]
     if not todo:
-        return [None] * len(pairs)
+        return [None] * len(jobs)
     cfg = todo[0].cfg
     code = snapshot()  # before the task's modules load: the code these cells run
     torch.set_num_threads(cfg.threads)
@@ -248,6 +308,8 @@ def run_cells(pairs: list[tuple[DictConfig, Path]]) -> list[dict | None]:
             task.check(c.cfg)  # refusals known before any work, before the logger touches the cell's files
     if len(todo) > 1 and not hasattr(task, "run_group"):
         raise ConfigError(f"task {cfg.task.name} trains one cell at a time; {len(todo)} were given together")
+    for c in todo:
+        settle_config(c.out_dir, runs=True)
 
     key = hashlib.sha256(repr([c.digest for c in todo]).encode()).hexdigest()[:16]
     checkpoint = Checkpoint(todo[0].out_dir / "checkpoint.pt", float(cfg.get("checkpoint_every_s", 600)), key,
@@ -316,20 +378,38 @@ def finish(cell: Cell, result: dict, code: dict, wall_s: float, fused_with: list
     }
     write_json_atomic(cell.out_dir / "metrics.json", metrics)
     n_div = sum(m.get("diverged", False) for m in metrics.get("members", []))
-    print(f"done {cell.name}: {len(cfg.seeds)} seeds, {n_div} diverged, {metrics['wall_s']:.0f} s "
-          f"-> {cell.out_dir / 'metrics.json'}", file=sys.stderr)  # fmt: skip
+    print(f"done {cell.name}: {len(cfg.seeds)} seeds, {n_div} diverged, {metrics['wall_s']:.0f} s"
+          f"{headline(metrics.get('members', []))} -> {cell.out_dir / 'metrics.json'}", file=sys.stderr)  # fmt: skip
     return metrics
 
 
-def run_job(cfg: DictConfig, out_dir: Path) -> dict | None:
+def headline(members: list[dict]) -> str:
+    """``; solved 7/10; median over seeds: extrapolation 0.031, ...``: what a cell's seeds reached
+    (the selected model's metrics, else the final ones), for the line that says a cell is done."""
+    out = ""
+    if members and "solved" in members[0]:
+        out += f"; solved {sum(m['solved'] for m in members)}/{len(members)}"
+    which = "best" if members and isinstance(members[0].get("best"), dict) else "final"
+    if not (members and isinstance(members[0].get(which), dict)):
+        return out
+    medians = []
+    for key, value in members[0][which].items():
+        if isinstance(value, int | float):
+            finite = sorted(v for m in members if math.isfinite(v := m[which].get(key, math.nan)))
+            medians.append(f"{key} {finite[len(finite) // 2] if finite else math.nan:.3g}")
+    return out + (f"; median {which}: {', '.join(medians)}" if medians else "")
+
+
+def run_job(cfg: DictConfig, out_dir: Path, overrides: str = "") -> dict | None:
     """Run one cell into ``out_dir``; return its metrics, or None if it was already complete."""
-    return run_cells([(cfg, out_dir)])[0]
+    return run_cells([CellJob(cfg, out_dir, overrides)])[0]
 
 
 def discard_if_untouched(out_dir: Path) -> None:
     """Remove the folder made for a refused cell (Hydra's ``.hydra/`` and ``run.log``, its first
     ``sittings.json``, a ``history.csv`` holding only its header) where it holds nothing else: a
     refusal leaves no half-made run behind, and never touches a cell's results."""
+    shutil.rmtree(out_dir / PENDING, ignore_errors=True)
     made = {".hydra", "run.log", "history.csv", "sittings.json"}
     if not out_dir.is_dir() or not {p.name for p in out_dir.iterdir()} <= made:
         return
@@ -339,13 +419,13 @@ def discard_if_untouched(out_dir: Path) -> None:
     shutil.rmtree(out_dir, ignore_errors=True)
 
 
-def run_group_main(pairs: list[tuple[DictConfig, Path]]) -> None:
+def run_group_main(jobs: list[CellJob]) -> None:
     """``run_cells`` with the runner's one-line errors (the fused launcher's task function)."""
     try:
-        run_cells(pairs)
+        run_cells(jobs)
     except ConfigError as e:
-        for _, out_dir in pairs:
-            discard_if_untouched(out_dir)
+        for job in jobs:
+            discard_if_untouched(job.out_dir)
         exit_with(e)
 
 
@@ -353,7 +433,7 @@ def run_group_main(pairs: list[tuple[DictConfig, Path]]) -> None:
 def _hydra_main(cfg: DictConfig) -> None:
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
-        run_job(cfg, out_dir)
+        run_job(cfg, out_dir, job_overrides())
     except ConfigError as e:
         discard_if_untouched(out_dir)
         exit_with(e)

@@ -57,9 +57,16 @@ def test_sweep_resumes_without_redoing_complete_cells(workdir):
     done_mtime = done.stat().st_mtime_ns
     broken.write_text(broken.read_text()[:100])  # a half-written file
     (broken.parent / "history.csv").write_text("garbage")
-    p = cli(args, workdir)
+    hydra_config = done.parent / ".hydra" / "config.yaml"
+    recorded = hydra_config.read_text()
+    p = cli(args + ["logger=wandb"], workdir)  # a rerun with an unhashed setting changed
     assert "skip static/add/nac: complete" in p.stderr
+    assert "not logged to wandb again (force=true reruns it)" in p.stderr
     assert done.stat().st_mtime_ns == done_mtime
+    # the skipped cell keeps the record of the command that made it; the redone one gets the new one
+    assert hydra_config.read_text() == recorded and "name: csv" in recorded
+    assert "name: wandb" in (broken.parent / ".hydra" / "config.yaml").read_text()
+    assert not list(workdir.rglob(".hydra.next"))
     redone = json.loads(broken.read_text())
     assert redone["complete"] and len(redone["members"]) == 2
     assert (broken.parent / "history.csv").read_text().startswith("step,seed,metric,value")
@@ -161,7 +168,9 @@ def test_tiny_table1_end_to_end(workdir):
 def test_tiny_table5_end_to_end(workdir):
     tiny = ["progress=false", "task.steps=20", "task.eval_every=10", "seeds=3", "task.table5.points=101",
             "train_step=autograd"]
-    cli(RUN + ["-m", "+experiment=table5", "model.activation_name=ReLU,PReLU,Threshold"] + tiny, workdir)
+    p = cli(RUN + ["-m", "+experiment=table5", "model.activation_name=ReLU,PReLU,Threshold"] + tiny, workdir)
+    done = [line.split(":")[0] for line in p.stderr.splitlines() if line.startswith("done ")]
+    assert sorted(done) == [f"done identity/mlp [model.activation_name={a}]" for a in ("PReLU", "ReLU", "Threshold")]
     cli(RUN + ["-m", "+experiment=table5_units", "model=nalu"] + tiny, workdir)
     out = workdir / "results"
     cli(["-m", "nalu.tables", "table5", "--runs", str(workdir / "multirun/table5"), "--out", str(out)],
@@ -203,7 +212,21 @@ def test_wandb_offline_logs_each_seed_and_prints_sync(workdir):
 
 
 def test_curves_plot_from_history(workdir):
-    cli(RUN + TINY_ARITHMETIC, workdir)
+    p = cli(RUN + TINY_ARITHMETIC, workdir)
+    # a single run ends with one line: what its seeds reached, and where metrics.json is
+    done = [line for line in p.stderr.splitlines() if line.startswith("done static/add/nalu: 2 seeds")]
+    assert len(done) == 1 and "; median best: " in done[0] and "extrapolation " in done[0], p.stderr
+    assert done[0].endswith("metrics.json")
     run_dir = next(workdir.rglob("history.csv")).parent
     cli(["-m", "nalu.tables", "curves", str(run_dir)], workdir)
     assert (run_dir / "curves.png").stat().st_size > 10_000
+
+
+def test_curves_of_a_run_evaluated_once_show_points():
+    import pandas as pd
+
+    from nalu.tables.curves import draw
+
+    h = pd.DataFrame({"step": [10, 10], "seed": [0, 1], "metric": ["extrapolation"] * 2, "value": [1.0, 2.0]})
+    lines = draw(h, "one evaluation").axes[0].get_lines()
+    assert len(lines) == 2 and all(len(line.get_xdata()) == 1 and line.get_marker() == "o" for line in lines)

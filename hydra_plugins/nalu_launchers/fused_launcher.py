@@ -33,7 +33,7 @@ Job = tuple[int, DictConfig]  # (job number, its sweep config)
 def execute_group(hydra_context: HydraContext, jobs: list[Job], singleton_state: dict) -> list[JobReturn]:
     """Set up every cell of a group as Hydra would for a job (folder, ``.hydra/``), then train
     them together (``nalu.run.run_group_main``)."""
-    from nalu.run import run_group_main
+    from nalu.run import CellJob, job_overrides, run_group_main
 
     setup_globals()
     Singleton.set_state(singleton_state)
@@ -45,7 +45,7 @@ def execute_group(hydra_context: HydraContext, jobs: list[Job], singleton_state:
         HydraConfig.instance().set_config(sweep_config)
 
         def collect(cfg: DictConfig) -> None:
-            pairs.append((cfg, Path(HydraConfig.get().runtime.output_dir)))
+            pairs.append(CellJob(cfg, Path(HydraConfig.get().runtime.output_dir), job_overrides()))
 
         returns.append(run_job(hydra_context=hydra_context, task_function=collect, config=sweep_config,
                                job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir"))  # fmt: skip
