@@ -429,14 +429,25 @@ def run_group_main(jobs: list[CellJob]) -> None:
         exit_with(e)
 
 
+REFUSED: list[str] = []  # cells of this process's sweep refused so far (Hydra's basic launcher)
+
+
 @hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")
 def _hydra_main(cfg: DictConfig) -> None:
+    """One job. In a sweep run in this process (``hydra/launcher=basic``), a refused cell does not
+    stop the sweep: the valid cells run, and ``main`` exits non-zero naming the refused ones (the
+    fused launcher refuses the whole sweep before any cell runs)."""
     out_dir = Path(HydraConfig.get().runtime.output_dir)
+    overrides = job_overrides()
     try:
-        run_job(cfg, out_dir, job_overrides())
+        run_job(cfg, out_dir, overrides)
     except ConfigError as e:
         discard_if_untouched(out_dir)
-        exit_with(e)
+        if HydraConfig.get().mode != RunMode.MULTIRUN:
+            exit_with(e)
+        name = label(cell_name(cfg), overrides)
+        print(f"refused {name}: {e}", file=sys.stderr)
+        REFUSED.append(f"{name} ({e})")
 
 
 def check_group_choices(argv: list[str], config_dir: Path = CONFIG_DIR) -> None:
@@ -518,6 +529,8 @@ def main() -> None:
         exit_with(e)
     try:
         _hydra_main()
+        if REFUSED:
+            exit_with(ConfigError(f"{len(REFUSED)} cell(s) of the sweep refused, the others run: {'; '.join(REFUSED)}"))
     except KeyboardInterrupt:
         print("interrupted: finished cells are kept and a cell in training resumes from its last checkpoint; "
               "rerun the same command to go on", file=sys.stderr)  # fmt: skip

@@ -48,6 +48,22 @@ def test_bad_input_gives_one_line_error(workdir, args, valid):
     assert not [d for d in workdir.rglob("*") if d.is_dir() and (d / ".hydra").exists()], list(workdir.rglob("*"))
 
 
+@pytest.mark.parametrize("launcher", ["basic", "fused"])
+def test_a_bad_cell_does_not_half_run_a_sweep(workdir, launcher):
+    """The fused launcher refuses the sweep before any cell runs; Hydra's basic launcher runs
+    the valid cells and exits non-zero naming the refused ones."""
+    p = cli(RUN + ["-m", "task.op=pow,add,mul", f"hydra/launcher={launcher}"] + TINY_ARITHMETIC, workdir, check=False)
+    assert p.returncode == 2, p.stderr
+    last = p.stderr.strip().splitlines()[-1]
+    made = sorted(json.loads(m.read_text())["op"] for m in workdir.rglob("metrics.json"))
+    if launcher == "basic":
+        assert last.startswith("error: 1 cell(s) of the sweep refused, the others run: static/pow/nalu (unknown op 'pow'")
+        assert made == ["add", "mul"]
+    else:
+        assert last.startswith("error: 1 of 3 cells refused, none run: static/pow/nalu: unknown op 'pow'")
+        assert made == []
+
+
 def test_sweep_resumes_without_redoing_complete_cells(workdir):
     args = RUN + ["-m", "model=nac,none", "task.op=add", "name=resume"] + TINY_ARITHMETIC
     cli(args, workdir)

@@ -107,3 +107,17 @@ def test_units_count_seeds_under_both_thresholds(tmp_path):
     row = units.rows([cell]).iloc[0]
     assert (row.solved, row.solved_published, row.seeds) == (2, 1, 3)
     assert units.shown(units.with_paper(units.rows([cell])))["success, published threshold"].iloc[0] == "1/3"
+
+
+@pytest.mark.parametrize("what", ["table1", "figure4", "curves"])
+def test_tables_refuse_an_output_folder_they_cannot_write(tmp_path, what):
+    """An --out that cannot be made (here, a path through a file) is refused in one line before
+    any table is built (a read-only folder is refused the same way; as root, chmod cannot show it)."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    out = blocker / "results"
+    args = {"table1": ["table1", "--out", str(out)], "figure4": ["figure4", "--out", str(out)],
+            "curves": ["curves", str(tmp_path), "--out", str(out / "curves.png")]}[what]  # fmt: skip
+    p = cli(["-m", "nalu.tables", *args], cwd=tmp_path, check=False)
+    assert p.returncode != 0 and "Traceback" not in p.stderr
+    assert p.stderr.strip().splitlines() == [f"error: cannot write to {out}: Not a directory"], p.stderr

@@ -17,6 +17,7 @@ import argparse
 import importlib
 import inspect
 import sys
+import tempfile
 from pathlib import Path
 
 # the tables built from one sweep folder: command -> (module in nalu.tables, help)
@@ -67,8 +68,25 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def writable(folder: Path) -> None:
+    """Refuse, in one line and before any table is built, an output folder this process cannot
+    make or write to (a read-only place, a path through a file). Nothing is created here."""
+    existing = folder.absolute()
+    while not existing.exists():
+        existing = existing.parent
+    try:
+        if not existing.is_dir():
+            raise NotADirectoryError(20, "Not a directory")
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as e:
+        raise SystemExit(f"error: cannot write to {folder}: {e.strerror or e}") from None
+
+
 def main(argv: list[str] | None = None) -> None:
     a = parser().parse_args(argv)
+    out = a.out if a.what != "curves" else (a.out.parent if a.out else a.run_dir)
+    writable(out)
 
     if a.what == "table1":
         from nalu.tables import table1
