@@ -13,7 +13,9 @@ TABLES := $(if $(filter 1 true yes,$(DRY_RUN)),: ,$(PY) -m nalu.tables)
 DRY := $(if $(filter 1 true yes,$(DRY_RUN)),dry_run=true progress=false hydra/job_logging=disabled)
 # DEVICE=cuda (or cuda:1): every sweep but figure5's trains there (README, "On a GPU"); the A3C
 # of figure5 runs in CPU worker processes whatever DEVICE says
-ON := $(if $(DEVICE),device=$(DEVICE))
+# SAMPLE="<overrides>": added to every sweep, narrowing it (make verify reruns a sample this way)
+SAMPLE ?=
+ON := $(if $(DEVICE),device=$(DEVICE)) $(SAMPLE)
 SWEEP := $(if $(filter 1 true yes,$(DRY_RUN)),$(DRY),hydra/launcher=fused hydra.launcher.n_jobs=$(JOBS)) $(ON)
 export WANDB_MODE ?= offline
 # BUDGET=paper: Tables 1 and 3 at the literature's budgets (Table 1: 5,000,000 static steps, Madsen &
@@ -29,7 +31,7 @@ VARIANT ?=
 V := $(if $(VARIANT),_$(VARIANT))
 RUNS := $(if $(PAPER),results/cells,multirun)
 
-.PHONY: help install data test bench reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-units clean
+.PHONY: help install data test bench reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-units verify clean
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -95,6 +97,10 @@ else
 	$(RUN) -m +experiment=units_long hydra/launcher=basic progress=false $(DRY) $(ON); rc=$$?; wait $$nmu && exit $$rc
 	$(TABLES) units --runs multirun/units --long multirun/units_long --out results
 endif
+
+verify: data  ## rerun TARGET's cells (or SAMPLE="model=nac") in a scratch copy and compare with results/ within seed-level noise
+	$(if $(TARGET),,$(error give TARGET=<target>, e.g. make verify TARGET=table5))
+	$(PY) scripts/verify.py $(TARGET) --budget $(BUDGET) --variant '$(VARIANT)' --sample '$(SAMPLE)' --jobs $(JOBS)
 
 clean:  ## remove run directories (not results/)
 	rm -rf runs multirun outputs wandb

@@ -1,0 +1,91 @@
+"""Rerun a target's cells in a scratch copy of this tree and compare its table with the committed
+one within seed-level noise (``make verify TARGET=table1``; rules in ``nalu/tables/verify.py``).
+
+    python scripts/verify.py TARGET [--budget paper] [--variant V] [--sample "model=nac"] [--jobs 2]
+                                     [--against results] [--scratch DIR]
+
+The scratch copy holds this tree's tracked files (its code, configs and paper values) but no
+cells: every cell of the target, or of the sample (overrides added to each of the target's
+sweeps, which narrow them: ``--sample "model=nac task.op=add,sub"``), trains anew. Rows the sample
+leaves out are not judged. Exits 0 when no judged row moved beyond noise, 1 when some did (each
+printed), 2 on bad input. The scratch folder is removed unless ``--scratch`` names it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from nalu.tables.verify import compare  # noqa: E402
+from scripts.reproduce_all import TARGETS  # noqa: E402
+
+
+def copy_tree(scratch: Path) -> None:
+    """This tree's tracked files into ``scratch`` (times kept, so make sees ``.venv`` as built),
+    less the committed cells; ``.venv`` and ``data`` linked, not copied."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    for name in filter(None, files.split("\0")):
+        src = ROOT / name
+        if name.startswith("results/cells/") or not src.is_file():
+            continue
+        (scratch / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, scratch / name)
+    for shared in (".venv", "data"):
+        if (ROOT / shared).exists():
+            (scratch / shared).symlink_to((ROOT / shared).resolve())
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("target", help=", ".join(t.name for t in TARGETS))
+    p.add_argument("--budget", default="default", choices=["default", "paper"])
+    p.add_argument("--variant", default="")
+    p.add_argument("--sample", default="", help="overrides added to every sweep of the target")
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--against", type=Path, default=ROOT / "results", help="the folder of the committed tables")
+    p.add_argument("--scratch", type=Path, default=None, help="rerun here and keep it (default: a temporary folder)")
+    a = p.parse_args(argv)
+    if a.target not in {t.name for t in TARGETS}:
+        p.error(f"unknown target '{a.target}'; valid: {', '.join(t.name for t in TARGETS)}")
+    stem = a.target + ("_paper" if a.budget == "paper" else "") + (f"_{a.variant}" if a.variant else "")
+    committed = a.against / f"{stem}.csv"
+    if not committed.exists():
+        p.error(f"{committed} does not exist: nothing to verify against")
+
+    scratch = a.scratch or Path(tempfile.mkdtemp(prefix=f"verify-{stem}-"))
+    scratch.mkdir(parents=True, exist_ok=True)
+    try:
+        copy_tree(scratch)
+        log = scratch / "verify.log"
+        # -o: the linked .venv is this tree's, built already (make must not rebuild it from the copy)
+        command = ["make", "-o", ".venv/.installed", f"reproduce-{a.target}", f"BUDGET={a.budget}", f"VARIANT={a.variant}",
+                   f"SAMPLE={a.sample}", f"JOBS={a.jobs}"]  # fmt: skip
+        print(f"verify {stem}: {' '.join(command)} in {scratch} (log: {log})", file=sys.stderr, flush=True)
+        with open(log, "w") as f:
+            rc = subprocess.run(command, cwd=scratch, stdout=f, stderr=subprocess.STDOUT).returncode
+        if rc != 0:
+            tail = log.read_text(errors="replace").splitlines()[-15:]
+            print("\n".join(tail), file=sys.stderr)
+            print(f"error: the rerun failed (exit {rc}); log above", file=sys.stderr)
+            return 2
+        judged, moved = compare(scratch / "results" / f"{stem}.csv", committed)
+    finally:
+        if a.scratch is None:
+            shutil.rmtree(scratch, ignore_errors=True)
+    for m in moved:
+        print(f"moved: {m.row}: {m.statistic} {m.ours} rerun vs {m.committed} committed")
+    rows = len({m.row for m in moved})
+    print(f"{stem}: {judged} rows judged against {committed}, {rows} moved beyond seed-level noise"
+          + ("" if judged else " (no row carries a statistic over seeds to judge)"))  # fmt: skip
+    return 1 if moved else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

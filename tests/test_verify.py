@@ -1,0 +1,72 @@
+"""make verify: a rerun's table against the committed one, judged within seed-level noise."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pandas as pd
+
+from nalu.tables.verify import compare
+
+from .conftest import ROOT
+
+
+def write(path, rows):
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_medians_within_each_others_spread_have_not_moved(tmp_path):
+    row = {"range": "extrapolation", "function": "a+b", "task": "static", "model": "nalu", "ours": 1.0}
+    committed = write(tmp_path / "table1.csv", [
+        {**row, "median": 1.0, "q25": 0.5, "q75": 2.0, "solved": 9, "seeds": 10},
+        {**row, "model": "nac", "median": 0.0, "q25": 0.0, "q75": 0.0, "solved": 10, "seeds": 10},
+        {**row, "model": "relu6", "median": 50.0, "q25": 40.0, "q75": 60.0, "solved": 0, "seeds": 10},
+    ])  # fmt: skip
+    rerun = write(tmp_path / "rerun.csv", [
+        {**row, "ours": 99.0, "median": 1.8, "q25": 1.5, "q75": 4.0, "solved": 7, "seeds": 10},  # overlaps; 7/10 in 9/10's interval
+        {**row, "model": "nac", "median": 3.0, "q25": 2.0, "q75": 4.0, "solved": 0, "seeds": 10},  # apart; 0/10 vs 10/10
+        {**row, "model": "none", "median": 1e9, "q25": 1e9, "q75": 1e9, "solved": 0, "seeds": 10},  # no committed row
+    ])  # fmt: skip
+    judged, moved = compare(rerun, committed)
+    assert judged == 2  # the ReLU6 row was not rerun, the linear one is not committed
+    assert [(m.row, m.statistic) for m in moved] == [("extrapolation a+b static nac", "median"),
+                                                      ("extrapolation a+b static nac", "solved")]  # fmt: skip
+    assert moved[1].ours == "0/10" and moved[1].committed == "10/10"
+
+
+def test_means_apart_by_more_than_their_spreads_have_moved(tmp_path):
+    key = {"kind": "addition", "model": "nalu", "domain": 100, "metric": "mae"}
+    committed = write(tmp_path / "figure4.csv", [{**key, "mean": 1.0, "two_sigma": 0.2},
+                                                 {**key, "domain": 1000, "mean": 1.0, "two_sigma": 0.2}])  # fmt: skip
+    rerun = write(tmp_path / "rerun.csv", [{**key, "mean": 1.3, "two_sigma": 0.2},
+                                           {**key, "domain": 1000, "mean": 1.5, "two_sigma": 0.2}])  # fmt: skip
+    judged, moved = compare(rerun, committed)
+    assert judged == 2 and [m.row for m in moved] == ["addition nalu 1000 mae"]
+
+
+def test_verify_reruns_a_sample_in_scratch_and_compares(tmp_path):
+    """A tiny sample of Table 5 rerun twice on this machine: identical, so nothing moves; against
+    a committed table whose median is far away, the row is named and the exit status is 1."""
+    sample = ("model=mlp model.activation_name=ReLU task.steps=20 task.eval_every=10 seeds=3 "
+              "task.table5.points=101 train_step=autograd progress=false")  # fmt: skip
+
+    def verify(*args):
+        return subprocess.run([sys.executable, "scripts/verify.py", "table5", "--sample", sample, "--jobs", "1", *args],
+                              cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
+
+    first = verify("--scratch", str(tmp_path / "first"))
+    made = tmp_path / "first" / "results" / "table5.csv"
+    assert made.exists(), first.stderr[-3000:]
+    assert not (tmp_path / "first" / "results" / "cells").exists()  # no committed cell came along
+    same = verify("--against", str(made.parent))
+    assert same.returncode == 0, same.stdout + same.stderr[-3000:]
+    assert "table5: 1 rows judged" in same.stdout and "0 moved beyond seed-level noise" in same.stdout
+    far = tmp_path / "far"
+    far.mkdir()
+    frame = pd.read_csv(made)
+    frame.loc[frame.nonlinearity == "relu", ["mae_median", "mae_q25", "mae_q75"]] = [1e6, 1e6, 1e6]
+    frame.to_csv(far / "table5.csv", index=False)
+    moved = verify("--against", str(far))
+    assert moved.returncode == 1 and "moved: relu: mae_median" in moved.stdout, moved.stdout
