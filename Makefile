@@ -8,8 +8,8 @@ PY := $(VENV)/bin/python
 JOBS ?= 2
 # DRY_RUN=1: every sweep only reports which of its cells are up to date, and no table is built
 # (scripts/reproduce_all.py asks each target this way)
-RUN := $(PY) -m nalu.run
-TABLES := $(if $(filter 1 true yes,$(DRY_RUN)),: ,$(PY) -m nalu.tables)
+RUN := $(PY) -m suite.run
+TABLES := $(if $(filter 1 true yes,$(DRY_RUN)),: ,$(PY) -m suite.tables)
 DRY := $(if $(filter 1 true yes,$(DRY_RUN)),dry_run=true progress=false hydra/job_logging=disabled)
 # DEVICE=cuda (or cuda:1): every sweep but figure5's trains there (README, "On a GPU"); the A3C
 # of figure5 runs in CPU worker processes whatever DEVICE says

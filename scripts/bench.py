@@ -25,7 +25,7 @@ from hydra.utils import instantiate
 from nalu import device as devices
 from nalu.cell import build_model, model_factory
 from nalu.ensemble import init_members
-from nalu.run import CONFIG_DIR
+from suite.run import CONFIG_DIR
 from nalu.train import fit
 from tasks.arithmetic import OPS, ArithmeticProblem
 from tasks.identity import IdentityProblem

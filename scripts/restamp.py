@@ -2,7 +2,7 @@
 
     python scripts/restamp.py results/cells/table1_static_paper [DIR ...] [--dry-run]
 
-A cell records the digest of every module it ran (``nalu.provenance``), so any edit to one of them
+A cell records the digest of every module it ran (``suite.provenance``), so any edit to one of them
 makes the cell out of date and a rerun of its sweep redoes it: hours, for a paper-budget cell, for
 an edit that may only add an option or move a line. This script settles it by running, not by
 trust. For each kind of out-of-date cell (its task, model and edited modules), it
@@ -38,10 +38,10 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from nalu.io import read_json, write_json_atomic  # noqa: E402
-from nalu.provenance import changed, source_digest, tracked_sources  # noqa: E402
+from suite.io import read_json, write_json_atomic  # noqa: E402
+from suite.provenance import changed, source_digest, tracked_sources  # noqa: E402
 
-TREE = ("nalu", "tasks", "baselines", "configs", "hydra_plugins")
+TREE = ("nalu", "suite", "tasks", "baselines", "configs", "hydra_plugins")
 
 
 def tiny(task: dict) -> list[str]:
@@ -73,7 +73,7 @@ def tiny_run(tree: Path, overrides: list[str], cfg: dict, out: Path) -> dict:
     """The cell's command at the tiny budget (its first two seeds), in ``tree``; its metrics.json."""
     args = [a for a in overrides if not a.startswith(("hydra", "seeds="))]
     seeds = list(range(cfg["seeds"])) if isinstance(cfg["seeds"], int) else list(cfg["seeds"])
-    cmd = [sys.executable, "-m", "nalu.run", *args, *tiny(cfg["task"]), f"seeds={seeds[:2]}",
+    cmd = [sys.executable, "-m", "suite.run", *args, *tiny(cfg["task"]), f"seeds={seeds[:2]}",
            f"hydra.run.dir={out}"]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(tree), "WANDB_MODE": "disabled"}
     p = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=1800)

@@ -1,5 +1,5 @@
 """Rerun a target's cells in a scratch copy of this tree and compare its table with the committed
-one within seed-level noise (``make verify TARGET=table1``; rules in ``nalu/tables/verify.py``).
+one within seed-level noise (``make verify TARGET=table1``; rules in ``suite/tables/verify.py``).
 
     python scripts/verify.py TARGET [--budget paper] [--variant V] [--sample "model=nac"] [--jobs 2]
                                      [--against results] [--scratch DIR]
@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from nalu.tables.verify import compare  # noqa: E402
+from suite.tables.verify import compare  # noqa: E402
 from scripts.reproduce_all import TARGETS  # noqa: E402
 
 

@@ -234,7 +234,7 @@ def mse(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
     return (predict(model, x) - y).square().flatten(1).mean(1)
 
 
-# config values in which the cells of one fused group may differ (``nalu.run.group_key``)
+# config values in which the cells of one fused group may differ (``suite.run.group_key``)
 FUSES = ("task.op", "task.cell_name", "seeds")
 
 
@@ -249,7 +249,7 @@ def check(cfg: DictConfig) -> None:
 
 
 def run(cfg: DictConfig, log, recurrent: bool) -> dict:
-    """Train every seed of one (model, op) cell and return its metrics (see ``nalu.run``)."""
+    """Train every seed of one (model, op) cell and return its metrics (see ``suite.run``)."""
     return run_group([cfg], log, recurrent)[0]
 
 

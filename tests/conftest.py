@@ -30,7 +30,7 @@ def compose(overrides: list[str]):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from nalu.run import CONFIG_DIR
+    from suite.run import CONFIG_DIR
 
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
         return hydra_compose("config", overrides)

@@ -10,7 +10,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from nalu.errors import ConfigError
-from nalu.run import run_job
+from suite.run import run_job
 from nalu.train import EvalSchedule
 from tasks.arithmetic import ArithmeticProblem
 
@@ -46,7 +46,7 @@ def test_paper_budget_sets_the_literatures_steps(task, steps, late, default_step
 def test_unknown_budget_and_budget_of_a_task_without_budgets_are_refused(workdir):
     for args, message in ((["budget=papr"], "task static_arithmetic has no budget 'papr'; valid: default, paper"),
                           (["task=identity", "budget=paper"], "task identity has no budget 'paper'; valid: default")):  # fmt: skip
-        p = cli(["-m", "nalu.run", *args, f"hydra.run.dir={workdir / 'r'}"], cwd=ROOT, check=False)
+        p = cli(["-m", "suite.run", *args, f"hydra.run.dir={workdir / 'r'}"], cwd=ROOT, check=False)
         assert p.returncode != 0 and p.stderr.strip().splitlines()[-1] == f"error: {message}"
         assert not (workdir / "r" / "metrics.json").exists()
 

@@ -148,7 +148,7 @@ def wait_for(predicate, timeout: float) -> None:
 def test_cell_killed_mid_run_resumes_from_its_checkpoint(tmp_path):
     """The real command, killed with SIGKILL after its first checkpoint, then rerun as written:
     it restarts from the checkpoint and ends with the uninterrupted run's metrics.json."""
-    args = [sys.executable, "-m", "nalu.run", *TINY_ARITHMETIC, "model=nalu", "task.op=mul",
+    args = [sys.executable, "-m", "suite.run", *TINY_ARITHMETIC, "model=nalu", "task.op=mul",
             "task.steps=6000", "task.eval_every=500", "checkpoint_every_s=0.5", "train_step=compiled"]  # fmt: skip
 
     def command(name: str) -> list[str]:

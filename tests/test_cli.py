@@ -8,11 +8,11 @@ import os
 import pytest
 import torch
 
-from nalu.machine import describe, environment
+from suite.machine import describe, environment
 
 from .conftest import TINY_ARITHMETIC, cli
 
-RUN = ["-m", "nalu.run"]
+RUN = ["-m", "suite.run"]
 
 
 @pytest.mark.parametrize("args,valid", [
@@ -94,7 +94,7 @@ def test_cells_record_their_code_and_are_redone_when_it_changes(workdir):
     nac, none = sorted((workdir / "multirun" / "code").glob("*/metrics.json"))
     recorded = json.loads(nac.read_text())["code"]
     assert {"nalu/train.py", "nalu/units.py", "tasks/static_arithmetic.py", "tasks/arithmetic.py"} <= set(recorded)
-    assert not any(path.startswith(("nalu/tables/", "nalu/run.py")) for path in recorded)  # builders, plumbing
+    assert not any(path.startswith(("suite/tables/", "suite/run.py")) for path in recorded)  # builders, plumbing
 
     def cell_files() -> dict:  # every file of both cells (the sweep's multirun.yaml is rewritten by any sweep)
         return {p: p.stat().st_mtime_ns for p in nac.parent.parent.glob("*/**/*") if p.is_file()}
@@ -117,7 +117,7 @@ def test_cells_record_their_code_and_are_redone_when_it_changes(workdir):
 
 
 def test_code_digest_ignores_comments_and_docstrings_but_not_code(tmp_path):
-    from nalu.provenance import source_digest
+    from suite.provenance import source_digest
 
     def digest(text: str) -> str:
         (tmp_path / "m.py").write_text(text)
@@ -133,7 +133,7 @@ def test_code_digest_text_leaves_out_empty_fields():
     Pythons): the same on every supported version, and it still tells apart what the code does."""
     import ast
 
-    from nalu.provenance import canonical
+    from suite.provenance import canonical
 
     assert canonical(ast.parse("def f(x):\n    return x + 1\n")) == (
         "Module(body=[FunctionDef(name='f', args=arguments(args=[arg(arg='x')]), "
@@ -142,11 +142,11 @@ def test_code_digest_text_leaves_out_empty_fields():
 
 
 def test_only_modules_that_make_numbers_can_invalidate_a_cell():
-    from nalu.provenance import changed, snapshot
+    from suite.provenance import changed, snapshot
 
     now = snapshot()
-    assert "nalu/units.py" in now and "nalu/run.py" not in now and not changed(now)
-    stale = {**now, "nalu/units.py": "0" * 16, "nalu/run.py": "0" * 16, "tasks/gone.py": "0" * 16}
+    assert "nalu/units.py" in now and "suite/run.py" not in now and not changed(now)
+    stale = {**now, "nalu/units.py": "0" * 16, "suite/run.py": "0" * 16, "tasks/gone.py": "0" * 16}
     assert changed(stale) == ["nalu/units.py", "tasks/gone.py"]
 
 
@@ -157,7 +157,7 @@ def test_tiny_table1_end_to_end(workdir):
     cli(RUN + ["-m", "+experiment=table1_recurrent", "model=nac,lstm", "task.op=mul"]
         + TINY_ARITHMETIC, workdir)  # fmt: skip
     out = workdir / "results"
-    cli(["-m", "nalu.tables", "table1", "--static", str(workdir / "multirun/table1_static"),
+    cli(["-m", "suite.tables", "table1", "--static", str(workdir / "multirun/table1_static"),
          "--recurrent", str(workdir / "multirun/table1_recurrent"), "--out", str(out)], workdir)  # fmt: skip
     md = (out / "table1.md").read_text()
     assert "| interpolation | a+b" in md and "/ 0.0" in md
@@ -189,7 +189,7 @@ def test_tiny_table5_end_to_end(workdir):
     assert sorted(done) == [f"done identity/mlp [model.activation_name={a}]" for a in ("PReLU", "ReLU", "Threshold")]
     cli(RUN + ["-m", "+experiment=table5_units", "model=nalu"] + tiny, workdir)
     out = workdir / "results"
-    cli(["-m", "nalu.tables", "table5", "--runs", str(workdir / "multirun/table5"), "--out", str(out)],
+    cli(["-m", "suite.tables", "table5", "--runs", str(workdir / "multirun/table5"), "--out", str(out)],
         workdir)  # fmt: skip
     md = (out / "table5.md").read_text()
     for name in ("| relu ", "| prelu ", "| threshold ", "| nalu "):
@@ -234,14 +234,14 @@ def test_curves_plot_from_history(workdir):
     assert len(done) == 1 and "; median best: " in done[0] and "extrapolation " in done[0], p.stderr
     assert done[0].endswith("metrics.json")
     run_dir = next(workdir.rglob("history.csv")).parent
-    cli(["-m", "nalu.tables", "curves", str(run_dir)], workdir)
+    cli(["-m", "suite.tables", "curves", str(run_dir)], workdir)
     assert (run_dir / "curves.png").stat().st_size > 10_000
 
 
 def test_curves_of_a_run_evaluated_once_show_points():
     import pandas as pd
 
-    from nalu.tables.curves import draw
+    from suite.tables.curves import draw
 
     h = pd.DataFrame({"step": [10, 10], "seed": [0, 1], "metric": ["extrapolation"] * 2, "value": [1.0, 2.0]})
     lines = draw(h, "one evaluation").axes[0].get_lines()

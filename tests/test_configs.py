@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 from nalu.cell import build_model, model_factory
 from nalu.errors import ConfigError
 from nalu.ensemble import init_members
-from nalu.run import CONFIG_DIR, config_hash
+from suite.run import CONFIG_DIR, config_hash
 
 from .conftest import compose
 

@@ -66,14 +66,14 @@ def test_program_evaluation_runs_on_the_model_device(model, monkeypatch):
 
 def test_gridworld_refuses_a_gpu_before_touching_its_cell(tmp_path, monkeypatch):
     """The A3C runs on the CPU only, and says so before the logger rewrites the cell's history."""
-    import nalu.run
+    import suite.run
 
     monkeypatch.setattr(devices, "resolve", lambda name: torch.device("cuda"))  # as on a GPU machine
-    monkeypatch.setattr(nalu.run, "full_float32", lambda: None)
+    monkeypatch.setattr(suite.run, "full_float32", lambda: None)
     (tmp_path / "history.csv").write_text("step,seed,metric,value\n7,0,reward,1.0\n")
     cfg = compose(["task=gridworld_time", "device=cuda", "progress=false"])
     with pytest.raises(ConfigError, match="runs on the CPU only"):
-        nalu.run.run_job(cfg, tmp_path)
+        suite.run.run_job(cfg, tmp_path)
     assert (tmp_path / "history.csv").read_text().endswith("7,0,reward,1.0\n")
 
 
@@ -96,7 +96,7 @@ def test_tiny_cells_train_on_cuda_as_on_the_cpu(args, workdir):
 
     out = {}
     for device in ("cpu", "cuda"):
-        cli(["-m", "nalu.run", *args, f"device={device}", f"hydra.run.dir=run_{device}"], workdir)
+        cli(["-m", "suite.run", *args, f"device={device}", f"hydra.run.dir=run_{device}"], workdir)
         out[device] = json.loads((workdir / f"run_{device}" / "metrics.json").read_text())["members"]
     for cpu, gpu in zip(out["cpu"], out["cuda"], strict=True):
         for key, value in cpu["final"].items():
@@ -107,13 +107,13 @@ def test_full_float32_turns_tensorfloat32_off():
     """What the runner does for a CUDA cell: no TF32 in matmuls, convolutions or cuDNN RNNs."""
     from torch.backends import cuda, cudnn
 
-    import nalu.run
+    import suite.run
 
     if not hasattr(cuda.matmul, "fp32_precision"):
         pytest.skip("torch < 2.9: the legacy allow_tf32 flags")
     saved = (cuda.matmul.fp32_precision, cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision)
     try:
-        nalu.run.full_float32()
+        suite.run.full_float32()
         assert (cuda.matmul.fp32_precision, cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision) == ("ieee",) * 3
     finally:
         cuda.matmul.fp32_precision, cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision = saved

@@ -10,7 +10,7 @@ import torch
 
 from nalu.cell import build_model, model_factory
 from nalu.ensemble import init_members
-from nalu.run import run_job
+from suite.run import run_job
 from nalu.train import fit
 from tasks.arithmetic import ArithmeticProblem
 

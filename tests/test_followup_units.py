@@ -236,10 +236,10 @@ def test_tiny_units_sweep_end_to_end(tmp_path):
     """The real experiment file (cut down to 2 units x 2 functions) through to the units table."""
     from .conftest import TINY_ARITHMETIC, cli
 
-    cli(["-m", "nalu.run", "-m", "+experiment=units", "model=nau,nmu", "task.op=add,mul"] + TINY_ARITHMETIC,
+    cli(["-m", "suite.run", "-m", "+experiment=units", "model=nau,nmu", "task.op=add,mul"] + TINY_ARITHMETIC,
         tmp_path)  # fmt: skip
     out = tmp_path / "results"
-    cli(["-m", "nalu.tables", "units", "--runs", str(tmp_path / "multirun/units"), "--out", str(out)], tmp_path)
+    cli(["-m", "suite.tables", "units", "--runs", str(tmp_path / "multirun/units"), "--out", str(out)], tmp_path)
     import pandas as pd
 
     df = pd.read_csv(out / "units.csv")

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from nalu.run import group_key
+from suite.run import group_key
 
 from .conftest import TINY_ARITHMETIC, cli, compose
 
-RUN = ["-m", "nalu.run", "-m"]
+RUN = ["-m", "suite.run", "-m"]
 SWEEP = ["model=nac,nalu", "task.op=add,mul"] + TINY_ARITHMETIC
 
 

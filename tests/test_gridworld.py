@@ -25,7 +25,7 @@ from tasks.gridworld_time import evaluate
 
 from .conftest import ROOT, cli
 
-RUN = ["-m", "nalu.run", "task=gridworld_time"]
+RUN = ["-m", "suite.run", "task=gridworld_time"]
 TINY_A3C = ["progress=false", "seeds=2", "task.frames=600", "task.log_every=200", "task.a3c.workers=2",
             "task.a3c.envs_per_worker=2", "task.a3c.rollout=10", "task.eval.episodes=3",
             "task.eval.commands=[5,7]"]  # fmt: skip
@@ -243,10 +243,10 @@ def test_countdown_needs_the_command_shown_once(tmp_path):
 
 def test_tiny_figure5_wirings_end_to_end(tmp_path):
     """The wirings sweep (basic launcher, as make reproduce-figure5 VARIANT=wirings) and its figure."""
-    cli(["-m", "nalu.run", "-m", "+experiment=figure5_wirings", "hydra/launcher=basic",
+    cli(["-m", "suite.run", "-m", "+experiment=figure5_wirings", "hydra/launcher=basic",
          "task.agent_net.nac_wiring=feedback,clock_only"] + TINY_A3C, tmp_path)  # fmt: skip
     out = tmp_path / "results"
-    cli(["-m", "nalu.tables", "figure5", "--runs", str(tmp_path / "multirun/absent"),
+    cli(["-m", "suite.tables", "figure5", "--runs", str(tmp_path / "multirun/absent"),
          str(tmp_path / "multirun/figure5_wirings"), "--out", str(out), "--name", "figure5_wirings"], tmp_path)  # fmt: skip
     df = pd.read_csv(out / "figure5_wirings.csv")
     assert set(df.agent) == {"a3c_nac:feedback", "a3c_nac:clock_only"}
@@ -255,7 +255,7 @@ def test_tiny_figure5_wirings_end_to_end(tmp_path):
 
 def test_tiny_figure5_end_to_end(tmp_path):
     """The real sweep (both agents, basic launcher as in `make reproduce-figure5`) and its figure."""
-    cli(["-m", "nalu.run", "-m", "+experiment=figure5", "hydra/launcher=basic"] + TINY_A3C, tmp_path)
+    cli(["-m", "suite.run", "-m", "+experiment=figure5", "hydra/launcher=basic"] + TINY_A3C, tmp_path)
     runs = tmp_path / "multirun" / "figure5"
     for run_dir in runs.iterdir():
         if not run_dir.is_dir():
@@ -268,7 +268,7 @@ def test_tiny_figure5_end_to_end(tmp_path):
         assert len(losses) and np.isfinite(losses.value).all()
     out = tmp_path / "results"
     out.mkdir()
-    cli(["-m", "nalu.tables", "figure5", "--runs", str(runs), "--out", str(out)], tmp_path)
+    cli(["-m", "suite.tables", "figure5", "--runs", str(runs), "--out", str(out)], tmp_path)
     df = pd.read_csv(out / "figure5.csv")
     assert set(df.agent) == {"a3c", "a3c_nac"} and sorted(set(df.command)) == [5, 6, 7]
     assert df.loc[df.command == 6, "in_training"].all() and (df.seeds == 2).all()
@@ -294,7 +294,7 @@ def test_render_script_draws_the_optimal_policy(tmp_path):
 
 @pytest.mark.parametrize("launcher", ["submitit_local", "joblib"])
 def test_workers_start_under_other_launchers(tmp_path, launcher):
-    args = ["-m", "nalu.run", "-m", "task=gridworld_time", f"hydra/launcher={launcher}", "name=launched"]
+    args = ["-m", "suite.run", "-m", "task=gridworld_time", f"hydra/launcher={launcher}", "name=launched"]
     cli(args + TINY_A3C, tmp_path)
     m = json.loads(next((tmp_path / "multirun" / "launched").rglob("metrics.json")).read_text())
     assert m["complete"] and m["frames"] >= 600

@@ -94,7 +94,7 @@ def test_each_split_uses_only_its_own_images(fake_mnist):
 
 
 def test_missing_data_names_make_data(workdir):
-    p = cli(["-m", "nalu.run", "task=mnist_counting", "data_dir=nowhere"], workdir, check=False)
+    p = cli(["-m", "suite.run", "task=mnist_counting", "data_dir=nowhere"], workdir, check=False)
     assert p.returncode == 2
     line, = p.stderr.strip().splitlines()
     assert line.startswith("error: MNIST not found") and "run `make data`" in line
@@ -105,10 +105,10 @@ def test_tiny_table2_end_to_end(fake_mnist, workdir, variant):
     tiny = ["progress=false", "task.steps=6", "task.eval_every=3", "seeds=2", f"data_dir={fake_mnist}",
             "task.validation_images=40", "task.validation_series=8", "task.batch_size=4",
             "task.test_series={1: 20, 10: 6, 100: 3, 1000: 2}"]  # fmt: skip
-    cli(["-m", "nalu.run", "-m", f"+experiment=table2{variant}", "model=gru"] + tiny, workdir)
-    cli(["-m", "nalu.run", "-m", f"+experiment=table2_stacks{variant}", "model=nac"] + tiny, workdir)
+    cli(["-m", "suite.run", "-m", f"+experiment=table2{variant}", "model=gru"] + tiny, workdir)
+    cli(["-m", "suite.run", "-m", f"+experiment=table2_stacks{variant}", "model=nac"] + tiny, workdir)
     out = workdir / "results"
-    cli(["-m", "nalu.tables", "table2", "--runs", str(workdir / f"multirun/table2{variant}"), "--out", str(out),
+    cli(["-m", "suite.tables", "table2", "--runs", str(workdir / f"multirun/table2{variant}"), "--out", str(out),
          "--name", f"table2{variant}"], workdir)  # fmt: skip
     md = (out / f"table2{variant}.md").read_text()
     assert "| NAC " in md and "/ 99.23" in md
@@ -151,9 +151,9 @@ def test_tiny_table4_end_to_end(fake_mnist, workdir, variant):
             "task.validation_images=40", "task.validation_samples=8", "task.batch_size=4",
             "task.test_samples=20"] + (["task.layouts=50"] if not variant else [])  # fmt: skip
     layers = "nac,wx_plus_b" + (",segui" if not variant else "")  # Seguí's softmax head on his task only
-    cli(["-m", "nalu.run", "-m", f"+experiment=table4{variant}", f"task.final_layer={layers}"] + tiny, workdir)
+    cli(["-m", "suite.run", "-m", f"+experiment=table4{variant}", f"task.final_layer={layers}"] + tiny, workdir)
     out = workdir / "results"
-    cli(["-m", "nalu.tables", "table4", "--runs", str(workdir / f"multirun/table4{variant}"), "--out", str(out),
+    cli(["-m", "suite.tables", "table4", "--runs", str(workdir / f"multirun/table4{variant}"), "--out", str(out),
          "--name", f"table4{variant}"], workdir)  # fmt: skip
     md = (out / f"table4{variant}.md").read_text()
     assert "unverified" in md and "| NAC " in md and "| Wx + b " in md

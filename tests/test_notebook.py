@@ -13,7 +13,7 @@ NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "results.ipynb
 
 
 def test_results_notebook_executes_on_committed_results_and_a_tiny_run(workdir, monkeypatch):
-    cli(["-m", "nalu.run", "model=nalu", "task.op=mul", "name=nb"] + TINY_ARITHMETIC, workdir)
+    cli(["-m", "suite.run", "model=nalu", "task.op=mul", "name=nb"] + TINY_ARITHMETIC, workdir)
     (run_dir,) = {p.parent for p in (workdir / "runs").rglob("history.csv")}
     monkeypatch.setenv("NALU_RUN_DIR", str(run_dir))
     monkeypatch.delenv("MPLBACKEND", raising=False)  # the kernel draws inline

@@ -86,17 +86,17 @@ def test_bad_sizes_are_refused(override):
 
 
 def test_bad_kind_is_refused_with_the_valid_ones(workdir):
-    p = cli(["-m", "nalu.run", "task=program_eval", "task.kind=sorting", "progress=false"], workdir, check=False)
+    p = cli(["-m", "suite.run", "task=program_eval", "task.kind=sorting", "progress=false"], workdir, check=False)
     assert p.returncode == 2 and "addition" in p.stderr and "program" in p.stderr
 
 
 def test_tiny_figure4_end_to_end(workdir):
     tiny = ["progress=false", "task.steps=4", "task.eval_every=2", "seeds=2", "task.test_size=10",
             "task.validation_size=10", "task.test_domains=[100,1000]", "task.batch_size=8"]  # fmt: skip
-    cli(["-m", "nalu.run", "-m", "+experiment=figure4", "model=ugrnn,dnc_nalu"] + tiny, workdir)
+    cli(["-m", "suite.run", "-m", "+experiment=figure4", "model=ugrnn,dnc_nalu"] + tiny, workdir)
     out = workdir / "results"
     out.mkdir()
-    cli(["-m", "nalu.tables", "figure4", "--runs", str(workdir / "multirun/figure4"), "--out", str(out)],
+    cli(["-m", "suite.tables", "figure4", "--runs", str(workdir / "multirun/figure4"), "--out", str(out)],
         workdir)  # fmt: skip
     df = pd.read_csv(out / "figure4.csv")
     assert set(df.model) == {"ugrnn", "dnc_nalu"} and set(df.kind) == {"addition", "program"}
@@ -121,11 +121,11 @@ def test_numbers_encoding_makes_each_literal_one_token_with_its_value():
 def test_numbers_encoding_trains_end_to_end(workdir, model):
     tiny = ["progress=false", "task.steps=4", "task.eval_every=2", "seeds=2", "task.test_size=10",
             "task.validation_size=10", "task.test_domains=[100,1000]", "task.batch_size=8"]  # fmt: skip
-    cli(["-m", "nalu.run", "-m", "+experiment=figure4_numbers", f"model={model}", "task.kind=program"] + tiny, workdir)
+    cli(["-m", "suite.run", "-m", "+experiment=figure4_numbers", f"model={model}", "task.kind=program"] + tiny, workdir)
     (metrics,) = [json.loads(p.read_text()) for p in (workdir / "multirun/figure4_numbers").rglob("metrics.json")]
     assert metrics["encoding"] == "numbers" and metrics["config"]["task"]["encoding"] == "numbers"
     out = workdir / "results"
-    cli(["-m", "nalu.tables", "figure4", "--runs", str(workdir / "multirun/figure4_numbers"), "--out", str(out),
+    cli(["-m", "suite.tables", "figure4", "--runs", str(workdir / "multirun/figure4_numbers"), "--out", str(out),
          "--name", "figure4_numbers"], workdir)  # fmt: skip
     assert sorted(p.name for p in out.iterdir()) == ["figure4_numbers.csv", "figure4_numbers.md", "figure4_numbers.png"]
     assert "each integer literal one token carrying its value" in (out / "figure4_numbers.md").read_text()

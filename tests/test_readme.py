@@ -42,7 +42,7 @@ def test_python_commands_call_the_projects_environment():
     assert not re.findall(r"(?<![\w/.])python (?:-m nalu|scripts/)", README.read_text())
 
 
-@pytest.mark.parametrize("command", of(".venv/bin/python -m nalu.run"))
+@pytest.mark.parametrize("command", of(".venv/bin/python -m suite.run"))
 def test_run_commands_compose(command):
     args = [a.replace("<partition>", "p") for a in shlex.split(command)[3:] if a != "-m" and not a.startswith("[")]
     run.check_group_choices(args)
@@ -56,7 +56,7 @@ def test_run_commands_compose(command):
             assert (run.CONFIG_DIR / "hydra" / "launcher" / f"{a.split('=', 1)[1]}.yaml").exists(), a
 
 
-@pytest.mark.parametrize("command", of(".venv/bin/python -m nalu.tables"))
+@pytest.mark.parametrize("command", of(".venv/bin/python -m suite.tables"))
 def test_table_commands_parse(command):
     tables.parser().parse_args(shlex.split(command)[3:])
 

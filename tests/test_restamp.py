@@ -14,7 +14,7 @@ import pytest
 
 from .conftest import ROOT
 
-COPIED = ("nalu", "tasks", "baselines", "configs", "hydra_plugins", "scripts")
+COPIED = ("nalu", "suite", "tasks", "baselines", "configs", "hydra_plugins", "scripts")
 
 
 def git(repo: Path, *args: str) -> str:
@@ -43,20 +43,20 @@ def repo(tmp_path: Path) -> Path:
     clone = tmp_path / "repo"
     git(tmp_path, "clone", "-q", str(ROOT), str(clone))
     for part in COPIED:
-        shutil.rmtree(clone / part)
+        shutil.rmtree(clone / part, ignore_errors=True)
         shutil.copytree(ROOT / part, clone / part, ignore=shutil.ignore_patterns("__pycache__"))
     git(clone, "add", "-A")
     git(clone, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "the working tree", "--allow-empty")
     git(clone, "config", "user.name", "t")
     git(clone, "config", "user.email", "t@t")
-    python(clone, "-m", "nalu.run", "-m", "model=nac", "task.op=add", "seeds=2", "task.steps=30",
+    python(clone, "-m", "suite.run", "-m", "model=nac", "task.op=add", "seeds=2", "task.steps=30",
            "task.eval_every=10", "train_step=autograd", "progress=false", "task.test_samples=200",
            "task.extrapolation_samples=20", "task.reference.members=4", "hydra.sweep.dir=cells")  # fmt: skip
     return clone
 
 
 def status(repo: Path) -> str:
-    p = python(repo, "-m", "nalu.run", "-m", "model=nac", "task.op=add", "seeds=2", "task.steps=30",
+    p = python(repo, "-m", "suite.run", "-m", "model=nac", "task.op=add", "seeds=2", "task.steps=30",
                "task.eval_every=10", "train_step=autograd", "progress=false", "task.test_samples=200",
                "task.extrapolation_samples=20", "task.reference.members=4", "hydra.sweep.dir=cells",
                "dry_run=true", "hydra/job_logging=disabled")  # fmt: skip

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from nalu.tables import table1, units
-from nalu.tables.common import quantiles
-from nalu.tables.table1 import cell_rows, selection_text, verdict
+from suite.tables import table1, units
+from suite.tables.common import quantiles
+from suite.tables.table1 import cell_rows, selection_text, verdict
 
 from .conftest import cli
 
@@ -89,7 +89,7 @@ def test_tables_refuse_to_write_from_no_cells(tmp_path, what):
     (out / f"{what}.md").write_text("the committed table")
     args = [what, "--out", str(out)] + (["--static", str(tmp_path / "a"), "--recurrent", str(tmp_path / "b")]
                                         if what == "table1" else ["--runs", str(tmp_path / "a")])  # fmt: skip
-    p = cli(["-m", "nalu.tables", *args], cwd=tmp_path, check=False)
+    p = cli(["-m", "suite.tables", *args], cwd=tmp_path, check=False)
     assert p.returncode != 0
     assert p.stderr.strip().splitlines()[-1].startswith("error: no finished") and "nothing written" in p.stderr
     assert "Traceback" not in p.stderr
@@ -118,6 +118,6 @@ def test_tables_refuse_an_output_folder_they_cannot_write(tmp_path, what):
     out = blocker / "results"
     args = {"table1": ["table1", "--out", str(out)], "figure4": ["figure4", "--out", str(out)],
             "curves": ["curves", str(tmp_path), "--out", str(out / "curves.png")]}[what]  # fmt: skip
-    p = cli(["-m", "nalu.tables", *args], cwd=tmp_path, check=False)
+    p = cli(["-m", "suite.tables", *args], cwd=tmp_path, check=False)
     assert p.returncode != 0 and "Traceback" not in p.stderr
     assert p.stderr.strip().splitlines() == [f"error: cannot write to {out}: Not a directory"], p.stderr

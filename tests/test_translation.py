@@ -62,11 +62,11 @@ def test_range_outside_0_999_is_refused(bad):
 
 def test_bad_translation_config_gives_one_line_errors(workdir):
     for override in ["task.numbers=[0,1200]", "task.split.train=10"]:
-        p = cli(["-m", "nalu.run", "task=translation", override, "progress=false"], workdir, check=False)
+        p = cli(["-m", "suite.run", "task=translation", override, "progress=false"], workdir, check=False)
         assert p.returncode == 2, p.stderr
         line, = p.stderr.strip().splitlines()
         assert line.startswith("error:")
-    p = cli(["-m", "nalu.run", "task=translation", "model=nac", "progress=false"], workdir, check=False)
+    p = cli(["-m", "suite.run", "task=translation", "model=nac", "progress=false"], workdir, check=False)
     assert p.returncode == 2 and "lstm_nalu" in p.stderr
 
 
@@ -106,9 +106,9 @@ def test_problem_batches_the_whole_training_set():
 
 def test_tiny_table3_end_to_end(workdir):
     tiny = ["progress=false", "task.steps=6", "task.eval_every=3", "seeds=2", "task.lstm_size=4"]
-    cli(["-m", "nalu.run", "-m", "+experiment=table3", "model=lstm_sum,lstm_nalu"] + tiny, workdir)
+    cli(["-m", "suite.run", "-m", "+experiment=table3", "model=lstm_sum,lstm_nalu"] + tiny, workdir)
     out = workdir / "results"
-    cli(["-m", "nalu.tables", "table3", "--runs", str(workdir / "multirun/table3"), "--out", str(out)],
+    cli(["-m", "suite.tables", "table3", "--runs", str(workdir / "multirun/table3"), "--out", str(out)],
         workdir)  # fmt: skip
     md = (out / "table3.md").read_text()
     assert "| LSTM + NALU " in md and "/ 0.41" in md and "6 full-batch Adam steps" in md
@@ -127,12 +127,12 @@ def test_tiny_table3_paper_end_to_end(workdir):
     the experiment names, then table3_paper.* and figure3_paper.* beside the default ones."""
     tiny = ["progress=false", "task.steps=6", "task.eval_every=3", "task.eval_late_from=3",
             "task.eval_late_every=3", "seeds=2", "task.lstm_size=4", "hydra.sweep.dir=cells/table3_paper"]  # fmt: skip
-    cli(["-m", "nalu.run", "-m", "+experiment=table3_paper"] + tiny, workdir)
+    cli(["-m", "suite.run", "-m", "+experiment=table3_paper"] + tiny, workdir)
     cells = [json.loads(p.read_text()) for p in (workdir / "cells/table3_paper").glob("*/metrics.json")]
     assert sorted((c["model"], c["config"]["optimizer"]["lr"], c["config"]["budget"]) for c in cells) == [
         ("lstm_nalu", 0.01, "paper"), ("lstm_sum", 0.01, "paper")]
     out = workdir / "results"
-    cli(["-m", "nalu.tables", "table3", "--runs", str(workdir / "cells/table3_paper"), "--out", str(out),
+    cli(["-m", "suite.tables", "table3", "--runs", str(workdir / "cells/table3_paper"), "--out", str(out),
          "--name", "table3_paper"], workdir)  # fmt: skip
     assert sorted(p.name for p in out.iterdir()) == ["figure3_paper.csv", "figure3_paper.md", "figure3_paper.png",
                                                      "table3_paper.csv", "table3_paper.md"]  # fmt: skip

@@ -7,7 +7,7 @@ import sys
 
 import pandas as pd
 
-from nalu.tables.verify import compare
+from suite.tables.verify import compare
 
 from .conftest import ROOT
 

@@ -1,10 +1,10 @@
 """``hydra/launcher=fused``: a sweep's cells that can share one batched model train as one.
 
-Cells of one *group* have the same ``nalu.run.group_key``: one architecture, one input stream,
+Cells of one *group* have the same ``suite.run.group_key``: one architecture, one input stream,
 and every config value alike but those their task lets differ (an arithmetic cell's op and
 seeds). A group trains in one process as one model whose members are cells x seeds; each cell
 still gets its own folder, ``.hydra/``, ``history.csv`` and ``metrics.json``, and is skipped,
-redone or reported by a dry run on its own (``nalu.run.run_cells``).
+redone or reported by a dry run on its own (``suite.run.run_cells``).
 
 Groups run ``n_jobs`` at a time on this machine (joblib's loky processes), or one per array task
 of a submitit executor (``submitit.cluster: slurm``, or ``local`` for a test), whose
@@ -32,8 +32,8 @@ Job = tuple[int, DictConfig]  # (job number, its sweep config)
 
 def execute_group(hydra_context: HydraContext, jobs: list[Job], singleton_state: dict) -> list[JobReturn]:
     """Set up every cell of a group as Hydra would for a job (folder, ``.hydra/``), then train
-    them together (``nalu.run.run_group_main``)."""
-    from nalu.run import CellJob, job_overrides, run_group_main
+    them together (``suite.run.run_group_main``)."""
+    from suite.run import CellJob, job_overrides, run_group_main
 
     setup_globals()
     Singleton.set_state(singleton_state)
@@ -82,9 +82,9 @@ class FusedLauncher(Launcher):
 
     def groups(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[list[Job]]:
         """The jobs, grouped by ``group_key`` in order of first appearance, once every cell has
-        passed ``nalu.run.validate`` (a bad value refuses the sweep before any cell runs)."""
+        passed ``suite.run.validate`` (a bad value refuses the sweep before any cell runs)."""
         from nalu.errors import ConfigError, exit_with
-        from nalu.run import group_key, validate
+        from suite.run import group_key, validate
 
         by_key: dict[str, list[Job]] = {}
         cfgs = []

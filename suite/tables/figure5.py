@@ -18,8 +18,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from nalu.io import write_text_atomic  # noqa: E402
-from nalu.tables.common import load_cells, paper, require, save_figure, to_markdown  # noqa: E402
+from suite.io import write_text_atomic  # noqa: E402
+from suite.tables.common import load_cells, paper, require, save_figure, to_markdown  # noqa: E402
 
 AGENTS = {"a3c": "A3C", "a3c_nac": "A3C + NAC", "a3c_nac:feedback": "A3C + NAC (fed back into the LSTM)",
           "a3c_nac:countdown": "A3C + NAC (countdown from the command)",

@@ -18,8 +18,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from nalu.io import write_text_atomic  # noqa: E402
-from nalu.tables.common import fmt, load_cells, paper, require, save_figure, to_markdown, write_table  # noqa: E402
+from suite.io import write_text_atomic  # noqa: E402
+from suite.tables.common import fmt, load_cells, paper, require, save_figure, to_markdown, write_table  # noqa: E402
 
 # our model name -> (row label, the paper's row)
 MODELS = {

@@ -27,9 +27,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from nalu.io import write_text_atomic  # noqa: E402
+from suite.io import write_text_atomic  # noqa: E402
 from nalu.scoring import wilson_interval  # noqa: E402
-from nalu.tables.common import load_cells, machines, paper, paper_float, require, save_figure, to_markdown  # noqa: E402
+from suite.tables.common import load_cells, machines, paper, paper_float, require, save_figure, to_markdown  # noqa: E402
 
 FUNCTIONS = ["a+b", "a-b", "a*b", "a/b", "a^2", "sqrt(a)"]
 UNITS = {"nac": "NAC", "nalu": "NALU", "nau": "NAU", "nmu": "NAU + NMU", "inalu": "iNALU", "npu": "NAU + NPU",

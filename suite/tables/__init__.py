@@ -1,14 +1,14 @@
-"""Result tables and figures, rebuilt from run directories (``python -m nalu.tables ...``).
+"""Result tables and figures, rebuilt from run directories (``python -m suite.tables ...``).
 
-    python -m nalu.tables table1 [--static DIR] [--recurrent DIR] [--out results] [--name table1]
-    python -m nalu.tables table2 [--runs DIR] [--out results]
-    python -m nalu.tables table3 [--runs DIR] [--out results] [--name table3]     (also Figure 3)
-    python -m nalu.tables table4 [--runs DIR] [--out results]
-    python -m nalu.tables table5 [--runs DIR] [--out results]
-    python -m nalu.tables figure4 [--runs DIR] [--out results] [--name figure4]
-    python -m nalu.tables figure5 [--runs DIR...] [--out results] [--name figure5]
-    python -m nalu.tables units [--runs DIR...] [--long DIR] [--out results] [--name units]
-    python -m nalu.tables curves <run dir> [--out file.png]
+    python -m suite.tables table1 [--static DIR] [--recurrent DIR] [--out results] [--name table1]
+    python -m suite.tables table2 [--runs DIR] [--out results]
+    python -m suite.tables table3 [--runs DIR] [--out results] [--name table3]     (also Figure 3)
+    python -m suite.tables table4 [--runs DIR] [--out results]
+    python -m suite.tables table5 [--runs DIR] [--out results]
+    python -m suite.tables figure4 [--runs DIR] [--out results] [--name figure4]
+    python -m suite.tables figure5 [--runs DIR...] [--out results] [--name figure5]
+    python -m suite.tables units [--runs DIR...] [--long DIR] [--out results] [--name units]
+    python -m suite.tables curves <run dir> [--out file.png]
 """
 
 from __future__ import annotations
@@ -20,20 +20,20 @@ import sys
 import tempfile
 from pathlib import Path
 
-# the tables built from one sweep folder: command -> (module in nalu.tables, help)
+# the tables built from one sweep folder: command -> (module in suite.tables, help)
 SIMPLE = {
     "table2": ("table2", "Table 2 (MNIST counting and addition)"),
-    "table3": ("translation", "Table 3 and Figure 3 (number words to number)"),
+    "table3": ("table3", "Table 3 and Figure 3 (number words to number)"),
     "table4": ("table4", "Table 4 (MNIST parity, final-layer ablation)"),
-    "table5": ("identity", "Table 5 and Figure 1 (identity function)"),
+    "table5": ("table5", "Table 5 and Figure 1 (identity function)"),
     "figure4": ("figure4", "Figure 4 (program evaluation)"),
     "figure5": ("figure5", "Figure 5 (grid-world time tracking)"),
 }
 
 
 def parser() -> argparse.ArgumentParser:
-    """The command line of ``python -m nalu.tables``."""
-    p = argparse.ArgumentParser(prog="python -m nalu.tables", description=__doc__,
+    """The command line of ``python -m suite.tables``."""
+    p = argparse.ArgumentParser(prog="python -m suite.tables", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     sub = p.add_subparsers(dest="what", required=True)
     t1 = sub.add_parser("table1", help="Table 1 (static + recurrent arithmetic)")
@@ -53,7 +53,7 @@ def parser() -> argparse.ArgumentParser:
         else:
             t.add_argument("--runs", type=Path, default=Path(f"multirun/{name}"))
         t.add_argument("--out", type=Path, default=Path("results"))
-        if "name" in inspect.signature(importlib.import_module(f"nalu.tables.{SIMPLE[name][0]}").build).parameters:
+        if "name" in inspect.signature(importlib.import_module(f"suite.tables.{SIMPLE[name][0]}").build).parameters:
             t.add_argument("--name", default=name, help=f"the files' stem (a variant's: {name}_<variant>)")
     un = sub.add_parser("units", help="every arithmetic unit, success rates (Madsen & Johansen 2020)")
     un.add_argument("--runs", type=Path, nargs="+", default=[Path("multirun/units")],
@@ -89,18 +89,18 @@ def main(argv: list[str] | None = None) -> None:
     writable(out)
 
     if a.what == "table1":
-        from nalu.tables import table1
+        from suite.tables import table1
 
         paths = table1.build(a.static, a.recurrent, a.out, a.checkpoint, a.reference, a.solved_below, a.name)
     elif a.what == "units":
-        from nalu.tables import units
+        from suite.tables import units
 
         paths = units.build(a.runs, a.out, a.long, a.name)
     elif a.what in SIMPLE:
-        module = importlib.import_module(f"nalu.tables.{SIMPLE[a.what][0]}")
+        module = importlib.import_module(f"suite.tables.{SIMPLE[a.what][0]}")
         paths = module.build(a.runs, a.out, **({"name": a.name} if hasattr(a, "name") else {}))
     else:
-        from nalu.tables import curves
+        from suite.tables import curves
 
         paths = [curves.plot(a.run_dir, a.out)]
     print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)

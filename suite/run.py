@@ -1,4 +1,4 @@
-"""The one runner: ``python -m nalu.run task=<task> model=<model> [overrides]`` (or ``nalu-run``).
+"""The one runner: ``python -m suite.run task=<task> model=<model> [overrides]`` (or ``nalu-run``).
 
 One Hydra job trains one *cell* (a task, a model, and every other config value) for all of its
 seeds at once, and writes ``<run dir>/metrics.json`` atomically. It knows nothing task-specific:
@@ -6,7 +6,7 @@ seeds at once, and writes ``<run dir>/metrics.json`` atomically. It knows nothin
 
 A sweep (``-m``) writes each cell to ``multirun/<name>/<overrides>/``; rerunning the same sweep
 skips every cell whose ``metrics.json`` is complete and was made by the same config and the same
-code (``nalu.provenance``), and redoes cells that are missing, half-written or out of date.
+code (``suite.provenance``), and redoes cells that are missing, half-written or out of date.
 ``dry_run=true`` only reports, per cell, whether it is up to date (one ``status:`` line each).
 A task may define ``check(cfg)``: refusals the runner asks before the cell's files are touched.
 """
@@ -32,10 +32,10 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from nalu import device as devices
 from nalu.errors import ConfigError, exit_with
-from nalu.io import read_json, write_json_atomic
-from nalu.loggers import RunLogger
-from nalu.machine import environment
-from nalu.provenance import changed, imported, snapshot
+from suite.io import read_json, write_json_atomic
+from suite.loggers import RunLogger
+from suite.machine import environment
+from suite.provenance import changed, imported, snapshot
 from nalu.train import Checkpoint
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
@@ -155,7 +155,7 @@ def cell_name(cfg: DictConfig) -> str:
 def full_float32() -> None:
     """No TensorFloat-32 on CUDA: matmuls and convolutions in full float32, as on the CPU (torch
     lets cuDNN convolutions, the MNIST encoder's, round to TF32's 10-bit mantissa by default)."""
-    # imported here: run as ``python -m nalu.run``, this module is __main__, whose functions the
+    # imported here: run as ``python -m suite.run``, this module is __main__, whose functions the
     # submitit launcher pickles by value, and a global reference to torch's backend modules fails
     from torch.backends import cuda, cudnn
 

@@ -1,7 +1,7 @@
 """Where training curves go: always a CSV history in the run directory, optionally wandb.
 
 ``history.csv`` is in long format (``step, seed, metric, value``), one row per seed and metric at
-every evaluation; ``python -m nalu.tables curves <run dir>`` plots it.
+every evaluation; ``python -m suite.tables curves <run dir>`` plots it.
 
 With ``logger=wandb`` every seed of a cell becomes one wandb run (named ``<cell>/seed<k>``,
 grouped by the experiment), logged in offline mode unless ``logger.mode`` says otherwise, so no

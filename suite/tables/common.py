@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nalu.io import read_json, write_text_atomic
+from suite.io import read_json, write_text_atomic
 
 PAPER_DIR = Path(__file__).resolve().parents[2] / "results" / "paper"
 
@@ -48,7 +48,7 @@ def require(cells: list[dict], what: str, roots, target: str) -> list[dict]:
 def machines(cells: list[dict]) -> str:
     """Where the cells ran, one line: results repeat bit for bit on one machine only (a run
     resumed from a checkpoint may have had several sittings, on several machines)."""
-    from nalu.machine import describe
+    from suite.machine import describe
 
     seen: dict[str, int] = {}
     for c in cells:

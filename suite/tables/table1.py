@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from nalu.scoring import wilson_interval
-from nalu.tables.common import (
+from suite.tables.common import (
     choose_seed, fmt, load_cells, machines, paper, paper_float, quantiles, require, to_markdown, write_table,
 )  # fmt: skip
 

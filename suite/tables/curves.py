@@ -10,14 +10,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from nalu.tables.common import save_figure  # noqa: E402
+from suite.tables.common import save_figure  # noqa: E402
 
 
 def plot(run_dir: Path, out: Path | None = None) -> Path:
     run_dir = Path(run_dir)
     path = run_dir / "history.csv"
     if not path.exists():
-        raise SystemExit(f"error: {path} not found; give a run directory made by nalu.run")
+        raise SystemExit(f"error: {path} not found; give a run directory made by suite.run")
     h = pd.read_csv(path)
     if h.empty:
         raise SystemExit(f"error: {path} holds no evaluation yet; plot it once the run has evaluated")

@@ -18,8 +18,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from nalu.io import write_text_atomic  # noqa: E402
-from nalu.tables.common import load_cells, require, save_figure, to_markdown  # noqa: E402
+from suite.io import write_text_atomic  # noqa: E402
+from suite.tables.common import load_cells, require, save_figure, to_markdown  # noqa: E402
 
 MODELS = {"ugrnn": "UGRNN", "lstm": "LSTM", "dnc": "DNC", "ugrnn_nalu": "UGRNN + NALU",
           "lstm_nalu": "LSTM + NALU", "dnc_nalu": "DNC + NALU", "nalu": "recurrent NALU"}  # fmt: skip

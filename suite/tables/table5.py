@@ -12,8 +12,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from nalu.io import write_text_atomic  # noqa: E402
-from nalu.tables.common import fmt, load_cells, paper, quantiles, require, save_figure, to_markdown, write_table  # noqa: E402
+from suite.io import write_text_atomic  # noqa: E402
+from suite.tables.common import fmt, load_cells, paper, quantiles, require, save_figure, to_markdown, write_table  # noqa: E402
 
 
 def rows(cells: list[dict]) -> pd.DataFrame:

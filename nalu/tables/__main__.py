@@ -1,3 +1,0 @@
-from nalu.tables import main
-
-main()

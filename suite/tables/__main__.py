@@ -1,0 +1,3 @@
+from suite.tables import main
+
+main()
