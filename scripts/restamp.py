@@ -7,17 +7,19 @@ makes the cell out of date and a rerun of its sweep redoes it: hours, for a pape
 an edit that may only add an option or move a line. This script settles it by running, not by
 trust. For each kind of out-of-date cell (its task, model and edited modules), it
 
-1. finds the edited modules' recorded versions in git history (the version whose digest the cell
-   recorded);
-2. runs the cell's own command (its ``.hydra/overrides.yaml``) cut to a tiny budget twice, in a
-   copy of the tree with the recorded versions put back and in the tree as it is now;
+1. finds the code the cell ran: the edited modules' recorded versions in git history, put back
+   into a copy of today's tree; or, where modules were moved, renamed or split since (their
+   recorded paths are gone), the commit whose tree holds every recorded module at its recorded
+   digest, checked out whole;
+2. runs the cell's own command (its ``.hydra/overrides.yaml``) cut to a tiny budget twice: with
+   that code, and with the tree as it is now;
 3. compares the two ``metrics.json`` member by member, bit for bit.
 
-Where they are identical, every such cell's record is updated to today's digests, with a
-``restamped`` entry saying which modules, checked how and when; a checkpoint's record likewise, so
-that the run resumes. Where they differ, or the recorded version cannot be found, nothing is
-touched and the cell reruns as before. Cells out of date for their config, or half-written, are
-left alone.
+Where they are identical, every such cell's record is updated to the code today's run of its
+command imported (new paths included), with a ``restamped`` entry saying which modules, checked
+how and when; a checkpoint's record likewise, so that the run resumes. Where they differ, or the
+recorded code cannot be found, nothing is touched and the cell reruns as before. Cells out of
+date for their config, or half-written, are left alone.
 """
 
 from __future__ import annotations
@@ -69,11 +71,38 @@ def recorded_version(path: str, digest: str) -> str | None:
     return None
 
 
+def recorded_commit(code: dict[str, str]) -> str | None:
+    """The newest commit whose tree holds every module of ``code`` at its recorded digest."""
+    paths = sorted(code)
+    digests: dict[str, str] = {}  # blob -> digest
+    commits = subprocess.run(["git", "rev-list", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    with tempfile.TemporaryDirectory() as tmp:
+        for commit in commits:
+            listed = subprocess.run(["git", "ls-tree", "-r", commit, "--", *paths], cwd=ROOT, capture_output=True,
+                                    text=True).stdout.splitlines()  # fmt: skip
+            blobs = {line.split("\t", 1)[1]: line.split()[2] for line in listed}
+            if set(blobs) != set(paths):
+                continue
+            for blob in set(blobs.values()) - set(digests):
+                probe = Path(tmp) / f"{blob}.py"
+                probe.write_bytes(subprocess.run(["git", "cat-file", "blob", blob], cwd=ROOT,
+                                                 capture_output=True).stdout)  # fmt: skip
+                digests[blob] = source_digest(probe)
+            if all(digests[blobs[p]] == code[p] for p in paths):
+                return commit
+    return None
+
+
+def runner(tree: Path) -> str:
+    """The runner's module in ``tree`` (it moved from ``nalu.run`` to ``suite.run``)."""
+    return "suite.run" if (tree / "suite" / "run.py").exists() else "nalu.run"
+
+
 def tiny_run(tree: Path, overrides: list[str], cfg: dict, out: Path) -> dict:
     """The cell's command at the tiny budget (its first two seeds), in ``tree``; its metrics.json."""
     args = [a for a in overrides if not a.startswith(("hydra", "seeds="))]
     seeds = list(range(cfg["seeds"])) if isinstance(cfg["seeds"], int) else list(cfg["seeds"])
-    cmd = [sys.executable, "-m", "suite.run", *args, *tiny(cfg["task"]), f"seeds={seeds[:2]}",
+    cmd = [sys.executable, "-m", runner(tree), *args, *tiny(cfg["task"]), f"seeds={seeds[:2]}",
            f"hydra.run.dir={out}"]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(tree), "WANDB_MODE": "disabled"}
     p = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=1800)
@@ -86,21 +115,37 @@ def same_numbers(a: dict, b: dict) -> bool:
     return json.dumps(a["members"], sort_keys=True) == json.dumps(b["members"], sort_keys=True)
 
 
-def check(overrides: list[str], cfg: dict, old_texts: dict[str, str], work: Path) -> bool:
-    """Whether the cell's command computes the same with the recorded versions of ``old_texts``
-    as with today's code (tiny budget, bit for bit)."""
-    old_tree = work / "recorded"
+def recorded_tree(code: dict[str, str], edited: list[str], today: dict[str, str], old_tree: Path) -> bool:
+    """Lay out in ``old_tree`` the code a record was made by; False if it cannot be found."""
     if old_tree.exists():
         shutil.rmtree(old_tree)
-    for part in TREE:
-        shutil.copytree(ROOT / part, old_tree / part, ignore=shutil.ignore_patterns("__pycache__"))
-    for path, text in old_texts.items():
-        (old_tree / path).write_text(text)
+    if all(rel in today for rel in edited):  # edited in place: today's tree, the recorded versions put back
+        old = {rel: recorded_version(rel, code[rel]) for rel in edited}
+        if None in old.values():
+            return False
+        for part in TREE:
+            shutil.copytree(ROOT / part, old_tree / part, ignore=shutil.ignore_patterns("__pycache__"))
+        for path, text in old.items():
+            (old_tree / path).write_text(text)
+        return True
+    commit = recorded_commit(code)  # moved or split since: the whole tree of a commit that ran it
+    if commit is None:
+        return False
+    old_tree.mkdir(parents=True)
+    parts = [p for p in TREE if subprocess.run(["git", "cat-file", "-e", f"{commit}:{p}"], cwd=ROOT).returncode == 0]
+    archive = subprocess.run(["git", "archive", commit, *parts], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(old_tree)], input=archive, check=True)
+    return True
+
+
+def check(overrides: list[str], cfg: dict, old_tree: Path, work: Path) -> dict | None:
+    """Today's code record for the cell's command if it computes the same with the code in
+    ``old_tree`` as with today's (tiny budget, bit for bit); None if it does not."""
     before = tiny_run(old_tree, overrides, cfg, work / "before")
     now = tiny_run(ROOT, overrides, cfg, work / "now")
     shutil.rmtree(work / "before")
     shutil.rmtree(work / "now")
-    return same_numbers(before, now)
+    return now["code"] if same_numbers(before, now) else None
 
 
 def hydra_file(cell_dir: Path, name: str):
@@ -131,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     if not records:
         print("nothing to re-stamp: every record matches today's code")
         return 0
-    verdicts: dict[tuple, bool | None] = {}
+    verdicts: dict[tuple, dict | bool | None] = {}  # today's code record, False (differs), None (not found)
     done, kept = 0, 0
     with tempfile.TemporaryDirectory(prefix="restamp-") as tmp:
         for cell_dir, code, path, cfg in records:
@@ -140,12 +185,12 @@ def main(argv: list[str] | None = None) -> int:
             # one check per command and edit; the ops of a fused group ran as one model and share it
             kind = (tuple(o for o in overrides or [] if not o.startswith("task.op=")), tuple(edited))
             if kind not in verdicts:
-                old = {rel: recorded_version(rel, code[rel]) for rel in edited if rel in today}
-                if overrides is None or cfg is None or len(old) != len(edited) or None in old.values():
-                    verdicts[kind] = None  # a module moved or its version is not in history
+                old_tree = Path(tmp) / "recorded"
+                if overrides is None or cfg is None or not recorded_tree(code, edited, today, old_tree):
+                    verdicts[kind] = None
                 else:
                     print(f"checking {cell_dir.name} ({', '.join(edited)}) ...", flush=True)
-                    verdicts[kind] = check(overrides, cfg, old, Path(tmp))
+                    verdicts[kind] = check(overrides, cfg, old_tree, Path(tmp)) or False
             verdict = verdicts[kind]
             if not verdict:
                 why = "its recorded code is not in git history" if verdict is None else "the tiny runs differ"
@@ -154,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             entry = {"modules": edited, "checked": "tiny runs of its command, recorded vs today's code, "
                      "identical members", "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}  # fmt: skip
-            new_code = {rel: today.get(rel, d) for rel, d in code.items()}
+            new_code = dict(verdict)
             if a.dry_run:
                 print(f"would re-stamp {path}")
             elif path.name == "metrics.json":

@@ -94,3 +94,24 @@ def test_code_not_in_history_is_not_restamped(repo):
     metrics_path.write_text(json.dumps(m))
     p = python(repo, "scripts/restamp.py", "cells")
     assert "its recorded code is not in git history" in p.stdout and "re-stamped 0, kept 1" in p.stdout
+
+
+def test_a_moved_module_that_computes_the_same_is_restamped(repo):
+    """A module moved (its recorded path gone, its importers edited): the record's code is found
+    as a whole commit, the tiny runs agree, and the record names the new path."""
+    metrics_path = next((repo / "cells").rglob("metrics.json"))
+    before = json.loads(metrics_path.read_text())
+    assert "nalu/seeding.py" in before["code"]
+    git(repo, "mv", "nalu/seeding.py", "nalu/seeds.py")
+    for f in repo.rglob("*.py"):
+        text = f.read_text()
+        if "nalu.seeding" in text:
+            f.write_text(text.replace("nalu.seeding", "nalu.seeds"))
+    git(repo, "commit", "-qam", "move nalu/seeding.py")
+    assert "its code changed (" in status(repo) and "nalu/seeding.py" in status(repo)
+    p = python(repo, "scripts/restamp.py", "cells")
+    assert "re-stamped 1, kept 0" in p.stdout, p.stdout + p.stderr
+    after = json.loads(metrics_path.read_text())
+    assert after["members"] == before["members"]
+    assert "nalu/seeds.py" in after["code"] and "nalu/seeding.py" not in after["code"]
+    assert status(repo).startswith("status: up to date")
