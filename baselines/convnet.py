@@ -28,7 +28,7 @@ class GroupedConv(nn.Module):
     """One ``Conv2d`` per member (weights ``[M, out, in, k, k]``), run as one grouped convolution."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel: int, stride: int, members: int,
-                 dilation: int = 1):  # fmt: skip
+                 dilation: int = 1):
         super().__init__()
         self.weight = nn.Parameter(torch.empty(members, out_channels, in_channels, kernel, kernel))
         self.bias = nn.Parameter(torch.empty(members, out_channels))

@@ -105,14 +105,14 @@ class DNC(nn.Module):
             raise ConfigError(f"dnc takes one controller size, got {list(hidden)}")
         if min(memory_size, word_size, read_heads) < 1:
             raise ConfigError(f"dnc memory_size, word_size and read_heads must be >= 1, got "
-                              f"{memory_size}, {word_size}, {read_heads}")  # fmt: skip
+                              f"{memory_size}, {word_size}, {read_heads}")
         self.members, self.H = members, hidden[0]
         self.N, self.W, self.R = memory_size, word_size, read_heads
         self.controller = GatedCell("lstm", in_features + read_heads * word_size, self.H, members)
         R, W = read_heads, word_size
         self.sizes = {"read_keys": R * W, "read_strengths": R, "write_key": W, "write_strength": 1,
                       "erase": W, "write_vector": W, "free_gates": R, "allocation_gate": 1,
-                      "write_gate": 1, "read_modes": 3 * R}  # fmt: skip
+                      "write_gate": 1, "read_modes": 3 * R}
         self.interface = ensemble.Linear(self.H, sum(self.sizes.values()), members)
         self.readout = make_readout(readout, self.H + R * W, out_features, members)
 
@@ -121,7 +121,7 @@ class DNC(nn.Module):
         z = like.new_zeros
         return MemoryState(self.controller.initial_state(M, batch, like), z(M, batch, N, W), z(M, batch, N),
                            z(M, batch, N, N), z(M, batch, N), z(M, batch, R, N), z(M, batch, N),
-                           z(M, batch, R, W))  # fmt: skip
+                           z(M, batch, R, W))
 
     def step(self, x_t: Tensor, s: MemoryState) -> tuple[Tensor, MemoryState]:
         """One time step: ``x_t`` ``[M|1, B, in]`` -> (output ``[M, B, out]``, new state)."""
@@ -145,7 +145,7 @@ class DNC(nn.Module):
         content_w = content_weighting(s.memory, write_key, write_strength)[:, :, 0]
         ww = g_w * (g_a * allocation_weighting(usage) + (1 - g_a) * content_w)
         memory = (s.memory * (1 - ww.unsqueeze(-1) * erase.unsqueeze(2))
-                  + ww.unsqueeze(-1) * write_vector.unsqueeze(2))  # fmt: skip
+                  + ww.unsqueeze(-1) * write_vector.unsqueeze(2))
 
         # temporal links (from the previous precedence), then reads: backward, content, forward
         link, precedence = temporal_links(s.link, s.precedence, ww)

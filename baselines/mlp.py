@@ -15,12 +15,6 @@ from nalu import ensemble
 from nalu.errors import ConfigError, check_choice
 from nalu.stack import Stack
 
-# The 15 nonlinearities of Figure 1 (Trask et al. 2018, Section 1.1), by torch.nn name.
-FIGURE1_ACTIVATIONS = (
-    "Hardtanh", "Sigmoid", "ReLU6", "Tanh", "Tanhshrink", "Hardshrink", "LeakyReLU", "Softshrink",
-    "Softsign", "Threshold", "ReLU", "PReLU", "Softplus", "ELU", "SELU",
-)  # fmt: skip
-
 # Arguments for activations whose constructor needs some. nn.Threshold(t, v) maps x <= t to v;
 # the paper does not give its values. We take t=1, v=0 (a ReLU with a jump at 1): with t=0 it
 # would be ReLU itself. Override with model.activation_kwargs.

@@ -29,7 +29,7 @@ def resolve(name: str) -> torch.device:
     if device.type == "cuda":
         if not torch.cuda.is_available():
             raise ConfigError(f"device={name}, but CUDA is not available here (torch {torch.__version__}, "
-                              f"built for CUDA {torch.version.cuda or 'none'}); use device=cpu")  # fmt: skip
+                              f"built for CUDA {torch.version.cuda or 'none'}); use device=cpu")
         if device.index is not None and device.index >= torch.cuda.device_count():
             raise ConfigError(f"device={name}, but this machine has {torch.cuda.device_count()} CUDA device(s)")
     return device

@@ -16,11 +16,14 @@ Members never interact:
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from collections.abc import Iterable, Sequence
 
 import torch
 from torch import Tensor, nn
+
+from nalu.hooks import having
 
 
 SMALL_IN = 4  # input width up to which a compiled per-member product is computed elementwise
@@ -102,6 +105,21 @@ def _feature_major_matmul(x: Tensor, weight: Tensor) -> Tensor:
     raise ValueError(f"input has {x.shape[0]} members, weights have {M}")
 
 
+def plain_input(forward):
+    """Let a unit's ``forward`` take a plain torch batch ``[B, in]`` too (as a shared input), and give
+    ``[B, out]`` back when the unit has one member (``[M, B, out]`` otherwise): the units work as
+    ordinary layers outside the suite. Batched inputs pass through untouched."""
+
+    @functools.wraps(forward)
+    def wrapped(self, x, *args, **kwargs):
+        if isinstance(x, Tensor) and x.dim() == 2:
+            y = forward(self, x.unsqueeze(0), *args, **kwargs)
+            return y[0] if y.shape[0] == 1 else y
+        return forward(self, x, *args, **kwargs)
+
+    return wrapped
+
+
 def elementwise(fn, x: Tensor | Parts) -> Tensor | Parts:
     """``fn(x)``, part by part where ``x`` is a tuple of parts (``fn`` must act elementwise)."""
     return tuple(fn(part) for part in x) if isinstance(x, tuple) else fn(x)
@@ -168,12 +186,10 @@ def init_members(model: nn.Module, seeds: Sequence[int]) -> None:
     for i, seed in enumerate(seeds):
         g = torch.Generator().manual_seed(int(seed))
         with torch.no_grad():
-            for module in model.modules():
-                if hasattr(module, "init_member"):
-                    module.init_member(i, g)
-            for module in model.modules():
-                if hasattr(module, "after_init_member"):
-                    module.after_init_member(i)
+            for module in having(model, "init_member"):
+                module.init_member(i, g)
+            for module in having(model, "after_init_member"):
+                module.after_init_member(i)
 
 
 def member_view(mask: Tensor, like: Tensor) -> Tensor:

@@ -39,6 +39,7 @@ from torch.func import functional_call, grad
 
 from nalu.ensemble import compiled_layout
 from nalu.errors import check_choice
+from nalu.hooks import has_hook, having
 
 def unsupported(model: nn.Module, optimizer: torch.optim.Optimizer) -> str | None:
     """Why ``CompiledStep`` cannot train ``model`` with ``optimizer`` (None: it can).
@@ -50,7 +51,7 @@ def unsupported(model: nn.Module, optimizer: torch.optim.Optimizer) -> str | Non
         own = type(m).__module__.startswith("torch.nn") and not any(True for _ in m.parameters(recurse=False))
         if not (getattr(m, "compilable", False) or own):
             return f"{type(m).__name__} is not supported"
-        if hasattr(m, "regularizer") and not hasattr(m, "penalty"):
+        if has_hook(m, "regularizer") and not has_hook(m, "penalty"):
             return f"{type(m).__name__}'s regulariser has no penalty()"
     if type(optimizer) is not torch.optim.Adam or len(optimizer.param_groups) != 1:
         return "only torch.optim.Adam with one parameter group is supported"
@@ -66,7 +67,7 @@ class _Objective(nn.Module):
     def __init__(self, model: nn.Module):
         super().__init__()
         self.model = model
-        self.regularized = [m for m in model.modules() if hasattr(m, "penalty")]  # not registered again
+        self.regularized = having(model, "penalty")  # a plain list: not registered again
 
     def forward(self, x: Tensor) -> tuple[Tensor, list[Tensor]]:
         return self.model(x), [m.penalty() for m in self.regularized]
@@ -146,7 +147,7 @@ class CompiledStep:
                 loss = self._fn(*args)
             except Exception as e:  # noqa: BLE001 (torch raises many kinds)
                 print(f"warning: the training step did not compile ({type(e).__name__}); it runs uncompiled",
-                      file=sys.stderr)  # fmt: skip
+                      file=sys.stderr)
                 self._fn, self.mode = self._step, "functional"
                 loss = self._fn(*args)
             self.compile_s = time.perf_counter() - start

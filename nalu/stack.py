@@ -1,7 +1,7 @@
 """Layer stacks, used feed-forward or as a recurrent model (Trask et al. 2018, Section 4.1).
 
 ``Stack`` chains layers ``in -> hidden[0] -> ... -> out``. With ``recurrent=True`` the first
-layer becomes the recurrent cell: at every time step it reads ``[x_t, h_{t-1}]`` and writes
+layer becomes the recurrent layer: at every time step it reads ``[x_t, h_{t-1}]`` and writes
 ``h_t`` (``h_0 = 0``); the remaining layers read the last state out. For NAC and NALU with
 ``hidden=[2]`` this is the paper's "two units stacked end to end" recurrent model; for a dense
 layer with a ReLU or tanh it is the classic Elman RNN with its read-out.
@@ -11,7 +11,7 @@ Every model of the suite is built by a callable with the signature
 ``[M|1, B, in] -> [M, B, out]``, recurrent ones ``[M|1, B, T, in] -> [M, B, out]``.
 
 ``state_init="identity"`` (an option; ``+model.state_init=identity`` on the command line) starts
-the recurrent cell as an accumulator: its state-to-state weights begin at ~I instead of the
+the recurrent layer as an accumulator: its state-to-state weights begin at ~I instead of the
 layer's own random initialisation (for a dense layer, the IRNN of Le et al. 2015).
 """
 
@@ -51,7 +51,7 @@ class Stack(nn.Module):
             raise ConfigError("a recurrent stack needs at least one hidden layer (its state)")
         sizes = [in_features, *hidden, out_features]
         if recurrent:
-            sizes[0] += hidden[0]  # the cell reads [x_t, h_{t-1}]
+            sizes[0] += hidden[0]  # the recurrent layer reads [x_t, h_{t-1}]
         n = len(sizes) - 1
         self.layers = nn.ModuleList(
             layer(sizes[k], sizes[k + 1], members, k == n - 1) for k in range(n)
@@ -61,7 +61,7 @@ class Stack(nn.Module):
         self.n_inputs = in_features
 
     def after_init_member(self, i: int) -> None:
-        """``state_init=identity``: the recurrent cell starts by carrying its state unchanged."""
+        """``state_init=identity``: the recurrent layer starts by carrying its state unchanged."""
         if self.recurrent and self.state_init == "identity":
             self.layers[0].init_identity_state(i, self.n_inputs)
 
@@ -70,8 +70,8 @@ class Stack(nn.Module):
             return self._forward_feature_major(x)
         layers = iter(self.layers)
         if self.recurrent:
-            cell = next(layers)
-            x = recur(cell, x, self.state_size)
+            step = next(layers)
+            x = recur(step, x, self.state_size)
         for layer in layers:
             x = layer(x)
         return x
@@ -114,28 +114,28 @@ def takes_parts(layer: nn.Module) -> bool:
     return getattr(layer, "takes_parts", False)
 
 
-def recur(cell: nn.Module, x: Tensor, state_size: int, every_step: bool = False) -> Tensor:
-    """Run ``h_t = cell([x_t, h_{t-1}])`` over ``x`` of shape ``[M|1, B, T, in]``; return ``h_T``
+def recur(step: nn.Module, x: Tensor, state_size: int, every_step: bool = False) -> Tensor:
+    """Run ``h_t = step([x_t, h_{t-1}])`` over ``x`` of shape ``[M|1, B, T, in]``; return ``h_T``
     (``h_0 = 0``), ``[M, B, state]``, or with ``every_step`` every ``h_t``, ``[M, B, T, state]``."""
-    M = count_members(cell)
+    M = count_members(step)
     h = x.new_zeros(M, x.shape[1], state_size)
     states = []
     for t in range(x.shape[2]):
         x_t = x[:, :, t]
         if x_t.shape[0] != M:
             x_t = x_t.expand(M, -1, -1)
-        h = cell(torch.cat([x_t, h], dim=-1))
+        h = step(torch.cat([x_t, h], dim=-1))
         if every_step:
             states.append(h)
     return torch.stack(states, dim=2) if every_step else h
 
 
-def recur_parts(cell: nn.Module, xT: Tensor, state_size: int) -> Tensor:
-    """``recur`` for a cell that ``takes_parts``, feature-major: ``xT`` is ``[M|1, T, in, B]``,
-    the cell reads ``(x_t, h_{t-1})`` unconcatenated, and ``h_T`` comes back ``[M, state, B]``."""
-    h = xT.new_zeros(count_members(cell), state_size, xT.shape[-1])
+def recur_parts(step: nn.Module, xT: Tensor, state_size: int) -> Tensor:
+    """``recur`` for a step layer that ``takes_parts``, feature-major: ``xT`` is ``[M|1, T, in, B]``,
+    the layer reads ``(x_t, h_{t-1})`` unconcatenated, and ``h_T`` comes back ``[M, state, B]``."""
+    h = xT.new_zeros(count_members(step), state_size, xT.shape[-1])
     for t in range(xT.shape[1]):
-        h = cell((xT[:, t], h))
+        h = step((xT[:, t], h))
     return h
 
 

@@ -35,6 +35,7 @@ from tqdm.auto import tqdm
 from nalu import device as devices
 from nalu import ensemble
 from nalu.errors import ConfigError
+from nalu.hooks import having
 from nalu.fast import training_step
 
 Metrics = dict[str, Tensor]  # metric name -> one value per member, shape [M]
@@ -69,7 +70,7 @@ class FitResult:
     best: Metrics  # evaluated with each member's best-step weights
     best_step: Tensor  # [M], -1 where no evaluation had a finite ``select`` metric
     diverged_step: Tensor  # [M], -1 where the member never diverged
-    train_loss: Tensor  # [M], the training loss of the last step
+    train_loss: Tensor  # [M], the training loss of the last step taken (not a mean)
     steps: int
     wall_s: float
     best_model: nn.Module = field(repr=False)
@@ -191,7 +192,7 @@ def fit(
     best_value = torch.full((M,), float("inf"))
     best_step = torch.full((M,), -1, dtype=torch.long)
     loss_sum, loss_count = torch.zeros(M, device=dev), 0
-    post_step = [m for m in model.modules() if hasattr(m, "after_step")]  # clamps (see nalu.units)
+    post_step = having(model, "after_step")  # clamps, re-initialisation (nalu.hooks)
     rngs = generators(problem, model)
     own_loss = getattr(problem, "loss", None)  # a problem's own loss trains through autograd
     fast = training_step(train_step, model, optimizer) if own_loss is None else None  # None: autograd
@@ -224,7 +225,7 @@ def fit(
             "best_value": best_value, "best_step": best_step, "loss_sum": loss_sum,
             "loss_count": loss_count, "last_loss": last_loss, "init": init,
             "rngs": [g.get_state() for g in rngs], "torch_rng": torch.get_rng_state(),
-        }  # fmt: skip
+        }
 
     saved = checkpoint.load() if checkpoint else None
     first = 1
@@ -234,7 +235,7 @@ def fit(
             load_tensors(best_model, saved["best_model"])
         optimizer.load_state_dict(saved["optimizer"])
         for t, name in ((alive, "alive"), (diverged_step, "diverged_step"), (best_value, "best_value"),
-                        (best_step, "best_step"), (loss_sum, "loss_sum")):  # fmt: skip
+                        (best_step, "best_step"), (loss_sum, "loss_sum")):
             t.copy_(saved[name])
         loss_count, last_loss, init = saved["loss_count"], saved["last_loss"].to(dev), saved["init"]
         for g, s in zip(rngs, saved["rngs"], strict=True):
@@ -300,11 +301,11 @@ class AutogradStep:
     so its weights stay where they are. ``nalu.fast.CompiledStep`` computes the same."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer,
-                 loss: Callable[[Tensor, Tensor], Tensor] = squared_error):  # fmt: skip
+                 loss: Callable[[Tensor, Tensor], Tensor] = squared_error):
         self.model, self.optimizer, self.loss = model, optimizer, loss
         self.params = list(model.parameters())
         # units that regularise their weights (see nalu.units)
-        self.regularized = [m for m in model.modules() if hasattr(m, "regularizer")]
+        self.regularized = having(model, "regularizer")
 
     def __call__(self, x: Tensor, y: Tensor, alive: Tensor, step: int) -> Tensor:
         loss_m = self.loss(self.model(x), y)

@@ -23,7 +23,7 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
 from nalu import device as devices
-from nalu.cell import build_model, model_factory
+from tasks.cell import build_model, model_factory
 from nalu.ensemble import init_members
 from suite.run import CONFIG_DIR
 from nalu.train import fit
@@ -39,7 +39,7 @@ class Case:
     def __init__(self, overrides: list[str], seeds: int, ops: int, train_step: str, device: torch.device):
         with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
             cfg = compose("config", overrides + ["task.test_samples=100", "task.extrapolation_samples=10"]
-                          if "task=identity" not in overrides else overrides)  # fmt: skip
+                          if "task=identity" not in overrides else overrides)
         seeds_ = list(range(seeds)) * ops
         self.members = len(seeds_)
         if cfg.task.name == "identity":
@@ -62,7 +62,7 @@ class Case:
     def rate(self, steps: int) -> float:
         start = time.perf_counter()
         fit(self.model, self.problem, self.opt, steps=steps, eval_every=10**9, progress=False,
-            train_step=self.train_step)  # fmt: skip
+            train_step=self.train_step)
         return self.members * steps / (time.perf_counter() - start)
 
     def eval_s(self) -> float:
@@ -139,7 +139,7 @@ def mnist_images_per_second(members: int, steps: int, device: torch.device) -> f
         return None
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
         cfg = compose("config", ["task=mnist_counting", "model=nac", f"seeds={members}",
-                                 "task.test_series={1: 10}", "task.validation_series=10"])  # fmt: skip
+                                 "task.test_series={1: 10}", "task.validation_series=10"])
     seeds = list(range(members))
     problem = mnist_series.SeriesProblem(cfg.task, seeds, Path("data"))
     model = build_model(mnist_series.factory_for(cfg), 28 * 28, 10, members, True)
@@ -178,11 +178,11 @@ def main() -> None:
     torch.set_num_threads(a.threads)
     torch.set_flush_denormal(True)
     print(f"torch {torch.__version__}, device {device}, {a.threads} thread(s), {a.steps} steps per measurement, "
-          f"best of {a.repeats}")  # fmt: skip
+          f"best of {a.repeats}")
     arithmetic("static NALU (batch 128, input 100, hidden 2)", ["task=static_arithmetic", "model=nalu"],
-               a.steps, a.repeats, device)  # fmt: skip
+               a.steps, a.repeats, device)
     arithmetic("recurrent NALU (batch 128, length 10, state 2)", ["task=recurrent_arithmetic", "model=nalu"],
-               a.steps // 5, a.repeats, device)  # fmt: skip
+               a.steps // 5, a.repeats, device)
     print("Table 1 static at Madsen & Johansen's budget (budget=paper), fused and compiled:")
     projection("static_arithmetic", ("relu6", "none", "nac", "nalu"), a.steps, a.repeats, device)
     print("Table 1 recurrent at Hoedt et al.'s budget (budget=paper: NAC and NALU), fused and compiled:")
@@ -193,7 +193,7 @@ def main() -> None:
                                                                      10, a.steps // 5),
         "identity ReLU MLP (batch 64, 1-8-8-8-1)": (["task=identity", "model=mlp", "model.activation_name=ReLU"],
                                                     100, a.steps),
-    }  # fmt: skip
+    }
     for name, (overrides, members, steps) in others.items():
         cases = {"one": Case(overrides, 1, 1, "compiled", device), "many": Case(overrides, members, 1, "compiled", device)}
         rates = best_rates(cases, steps, a.repeats)

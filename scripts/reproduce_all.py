@@ -71,7 +71,7 @@ def builders(target: Target) -> dict[str, str]:
     """What turns finished cells into results/: the table code (and the scoring it uses), the
     paper's values and the target's recipe."""
     code = [*(ROOT / "nalu" / "tables").glob("*.py"), ROOT / "nalu" / "scoring.py",
-            *(ROOT / "results" / "paper").glob("*.csv")]  # fmt: skip
+            *(ROOT / "results" / "paper").glob("*.csv")]
     return {**digest_files(code), "Makefile": hashlib.sha256(recipe(target).encode()).hexdigest()[:16]}
 
 
@@ -135,7 +135,7 @@ def run(target: Target, head: str, cells: int, jobs: int) -> tuple[int, float]:
                 text = log.read_text(errors="replace")
                 done = len(re.findall(r"^(?:done|skip) ", text, re.M))
                 print(f"\r{head} running: {done}/{cells} cells, {clock(time.perf_counter() - start)}",
-                      end="", flush=True)  # fmt: skip
+                      end="", flush=True)
 
         if sys.stdout.isatty():
             threading.Thread(target=show, daemon=True).start()
@@ -152,7 +152,7 @@ def run(target: Target, head: str, cells: int, jobs: int) -> tuple[int, float]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", default="", help="comma-separated targets (default: all): "
-                   + ", ".join(t.name for t in TARGETS))  # fmt: skip
+                   + ", ".join(t.name for t in TARGETS))
     p.add_argument("--jobs", type=int, default=2, help="cells at a time within a target (make's JOBS)")
     p.add_argument("--check", action="store_true", help="only say which targets are up to date")
     a = p.parse_args(argv)
@@ -185,13 +185,13 @@ def main(argv: list[str] | None = None) -> int:
             break
         outputs = [ROOT / "results" / o for o in t.outputs]
         stamp_path.write_text(json.dumps({"wall_s": wall, "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
-                                          "builders": made_by, "outputs": digest_files(outputs)}, indent=1))  # fmt: skip
+                                          "builders": made_by, "outputs": digest_files(outputs)}, indent=1))
         print(f"\r{head} done in {clock(wall)}" + " " * 30)
         rows.append((t, "ran", clock(wall)))
 
     table = ["| target | this run | wall time here | outputs |", "|---|---|---|---|"]
     table += [f"| `make {t.make}` | {state} | {wall} | {', '.join('results/' + o for o in t.outputs)} |"
-              for t, state, wall in rows]  # fmt: skip
+              for t, state, wall in rows]
     summary = "\n".join(table) + "\n"
     if not a.check:
         (STATE / "summary.md").write_text(summary)

@@ -58,7 +58,7 @@ def tiny(task: dict) -> list[str]:
 def recorded_version(path: str, digest: str) -> str | None:
     """The text of ``path`` as it was when its digest was ``digest``, from git history."""
     commits = subprocess.run(["git", "log", "--format=%H", "--", path], cwd=ROOT, capture_output=True,
-                             text=True).stdout.split()  # fmt: skip
+                             text=True).stdout.split()
     with tempfile.TemporaryDirectory() as tmp:
         probe = Path(tmp) / Path(path).name
         for commit in commits:
@@ -79,14 +79,14 @@ def recorded_commit(code: dict[str, str]) -> str | None:
     with tempfile.TemporaryDirectory() as tmp:
         for commit in commits:
             listed = subprocess.run(["git", "ls-tree", "-r", commit, "--", *paths], cwd=ROOT, capture_output=True,
-                                    text=True).stdout.splitlines()  # fmt: skip
+                                    text=True).stdout.splitlines()
             blobs = {line.split("\t", 1)[1]: line.split()[2] for line in listed}
             if set(blobs) != set(paths):
                 continue
             for blob in set(blobs.values()) - set(digests):
                 probe = Path(tmp) / f"{blob}.py"
                 probe.write_bytes(subprocess.run(["git", "cat-file", "blob", blob], cwd=ROOT,
-                                                 capture_output=True).stdout)  # fmt: skip
+                                                 capture_output=True).stdout)
                 digests[blob] = source_digest(probe)
             if all(digests[blobs[p]] == code[p] for p in paths):
                 return commit
@@ -103,7 +103,7 @@ def tiny_run(tree: Path, overrides: list[str], cfg: dict, out: Path) -> dict:
     args = [a for a in overrides if not a.startswith(("hydra", "seeds="))]
     seeds = list(range(cfg["seeds"])) if isinstance(cfg["seeds"], int) else list(cfg["seeds"])
     cmd = [sys.executable, "-m", runner(tree), *args, *tiny(cfg["task"]), f"seeds={seeds[:2]}",
-           f"hydra.run.dir={out}"]  # fmt: skip
+           f"hydra.run.dir={out}"]
     env = {**os.environ, "PYTHONPATH": str(tree), "WANDB_MODE": "disabled"}
     p = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=1800)
     if p.returncode != 0:
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
                 kept += 1
                 continue
             entry = {"modules": edited, "checked": "tiny runs of its command, recorded vs today's code, "
-                     "identical members", "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}  # fmt: skip
+                     "identical members", "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
             new_code = dict(verdict)
             if a.dry_run:
                 print(f"would re-stamp {path}")

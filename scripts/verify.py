@@ -4,7 +4,7 @@ one within seed-level noise (``make verify TARGET=table1``; rules in ``suite/tab
     python scripts/verify.py TARGET [--budget paper] [--variant V] [--sample "model=nac"] [--jobs 2]
                                      [--against results] [--scratch DIR]
 
-The scratch copy holds this tree's tracked files (its code, configs and paper values) but no
+The scratch copy holds this tree's files (its code, configs and paper values) but no
 cells: every cell of the target, or of the sample (overrides added to each of the target's
 sweeps, which narrow them: ``--sample "model=nac task.op=add,sub"``), trains anew. Rows the sample
 leaves out are not judged. Exits 0 when no judged row moved beyond noise, 1 when some did (each
@@ -28,9 +28,9 @@ from scripts.reproduce_all import TARGETS  # noqa: E402
 
 
 def copy_tree(scratch: Path) -> None:
-    """This tree's tracked files into ``scratch`` (times kept, so make sees ``.venv`` as built),
+    """This tree's files (tracked, or new and not ignored) into ``scratch`` (times kept, so make sees ``.venv`` as built),
     less the committed cells; ``.venv`` and ``data`` linked, not copied."""
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     for name in filter(None, files.split("\0")):
         src = ROOT / name
         if name.startswith("results/cells/") or not src.is_file():
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         log = scratch / "verify.log"
         # -o: the linked .venv is this tree's, built already (make must not rebuild it from the copy)
         command = ["make", "-o", ".venv/.installed", f"reproduce-{a.target}", f"BUDGET={a.budget}", f"VARIANT={a.variant}",
-                   f"SAMPLE={a.sample}", f"JOBS={a.jobs}"]  # fmt: skip
+                   f"SAMPLE={a.sample}", f"JOBS={a.jobs}"]
         print(f"verify {stem}: {' '.join(command)} in {scratch} (log: {log})", file=sys.stderr, flush=True)
         with open(log, "w") as f:
             rc = subprocess.run(command, cwd=scratch, stdout=f, stderr=subprocess.STDOUT).returncode
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"moved: {m.row}: {m.statistic} {m.ours} rerun vs {m.committed} committed")
     rows = len({m.row for m in moved})
     print(f"{stem}: {judged} rows judged against {committed}, {rows} moved beyond seed-level noise"
-          + ("" if judged else " (no row carries a statistic over seeds to judge)"))  # fmt: skip
+          + ("" if judged else " (no row carries a statistic over seeds to judge)"))
     return 1 if moved else 0
 
 

@@ -53,7 +53,7 @@ class RunLogger:
                 project=cfg.get("project", "nalu-suite"), entity=cfg.get("entity"), group=group,
                 job_type=self.name, name=f"{self.name}/seed{seed}", mode=mode,
                 dir=str(self.out_dir), config={**config, "seed": seed}, reinit="create_new",
-            ))  # fmt: skip
+            ))
 
     def _open(self, mode: str) -> None:
         self._file = open(self._path, mode, newline="")
@@ -88,5 +88,5 @@ class RunLogger:
             run.finish()
         if offline:
             print(f"wandb: {len(offline)} offline runs in {self.out_dir / 'wandb'}; to upload:\n"
-                  f"  wandb sync {self.out_dir / 'wandb'}/offline-run-*", file=sys.stderr)  # fmt: skip
+                  f"  wandb sync {self.out_dir / 'wandb'}/offline-run-*", file=sys.stderr)
         self._wandb_runs = []

@@ -16,7 +16,7 @@ import torch
 
 # variables that change which kernels run, or how many threads they use
 ENV_VARS = ("MKL_CBWR", "MKL_NUM_THREADS", "MKL_ENABLE_INSTRUCTIONS", "OMP_NUM_THREADS", "OPENBLAS_CORETYPE",
-            "OPENBLAS_NUM_THREADS", "OPENBLAS_L2_SIZE", "ATEN_CPU_CAPABILITY", "KMP_AFFINITY")  # fmt: skip
+            "OPENBLAS_NUM_THREADS", "OPENBLAS_L2_SIZE", "ATEN_CPU_CAPABILITY", "KMP_AFFINITY")
 FLAGS = ("avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_tile")
 
 
@@ -63,4 +63,4 @@ def describe(env: dict | None) -> str:
     extra = "".join(f", {k}={v}" for k, v in env.get("env", {}).items())
     threads = env.get("threads")
     return (f"{env['cpu']} ({env['cpu_capability']} kernels), torch {env['torch']}, {env['blas']}, "
-            f"{threads} thread{'s' if threads != 1 else ''}{extra}")  # fmt: skip
+            f"{threads} thread{'s' if threads != 1 else ''}{extra}")

@@ -34,7 +34,7 @@ def source_digest(path: Path) -> str:
         body = getattr(node, "body", None)
         if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
                 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)):  # fmt: skip
+                and isinstance(body[0].value.value, str)):
             node.body = body[1:] or [ast.Pass()]
     return hashlib.sha256(canonical(tree).encode()).hexdigest()[:16]
 
@@ -46,7 +46,7 @@ def canonical(node) -> str:
     to a new Python; this text is the same for the same source on every Python the suite supports."""
     if isinstance(node, ast.AST):
         fields = (f"{k}={canonical(v)}" for k, v in ast.iter_fields(node)
-                  if v is not None and not (isinstance(v, list) and not v))  # fmt: skip
+                  if v is not None and not (isinstance(v, list) and not v))
         return f"{type(node).__name__}({', '.join(fields)})"
     if isinstance(node, list):
         return f"[{', '.join(canonical(x) for x in node)}]"
@@ -100,5 +100,9 @@ def changed(recorded: dict[str, str]) -> list[str]:
     """The recorded modules whose code now differs (or that are gone); modules left out since the
     record was made are not compared."""
     sources = tracked_sources()
-    return [rel for rel, d in recorded.items()
-            if not rel.startswith(EXCLUDED) and (rel not in sources or source_digest(sources[rel]) != d)]  # fmt: skip
+    return [rel for rel, d in recorded.items() if tracked(rel) and (rel not in sources or source_digest(sources[rel]) != d)]
+
+
+def tracked(rel: str) -> bool:
+    """Whether a module's path is one a cell's record can name: in a tracked package, not left out."""
+    return rel.startswith(tuple(f"{p}/" for p in PACKAGES)) and not rel.startswith(EXCLUDED)

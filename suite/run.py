@@ -88,7 +88,7 @@ def check_config(cfg: DictConfig) -> None:
     """The runner's own refusals, in one line, before any work; resolves ``cfg.seeds`` to a list."""
     with open_dict(cfg):
         cfg.seeds = resolve_seeds(OmegaConf.to_object(cfg.seeds) if OmegaConf.is_list(cfg.seeds)
-                                  else cfg.seeds)  # fmt: skip
+                                  else cfg.seeds)
     devices.resolve(cfg.device)  # a bad or absent device
     check_budget(cfg)
     check_values(cfg)
@@ -218,7 +218,7 @@ def prepare(cfg: DictConfig, out_dir: Path, overrides: str = "") -> Cell | None:
     reason = "force=true" if cfg.force else out_of_date(out_dir, digest)
     if cfg.get("dry_run"):
         print(f"status: {'up to date' if reason is None else 'to run'}: {name}"
-              f"{'' if reason is None else f' ({reason})'}", file=sys.stderr)  # fmt: skip
+              f"{'' if reason is None else f' ({reason})'}", file=sys.stderr)
         return None
     if reason is None:
         again = "; its history is not logged to wandb again (force=true reruns it)" if cfg.logger.name == "wandb" else ""
@@ -313,7 +313,7 @@ def run_cells(jobs: list[CellJob]) -> list[dict | None]:
 
     key = hashlib.sha256(repr([c.digest for c in todo]).encode()).hexdigest()[:16]
     checkpoint = Checkpoint(todo[0].out_dir / "checkpoint.pt", float(cfg.get("checkpoint_every_s", 600)), key,
-                            code=lambda: imported(code), changed=changed)  # fmt: skip
+                            code=lambda: imported(code), changed=changed)
     saved, unusable = checkpoint.read()
     if unusable:
         print(f"{todo[0].name}: not resuming from {checkpoint.path}: {unusable}", file=sys.stderr)
@@ -332,7 +332,7 @@ def run_cells(jobs: list[CellJob]) -> list[dict | None]:
             lg.close()
     wall = time.perf_counter() - start
     made = {id(c): finish(c, {**r, "sittings": sittings}, code, wall, [o.name for o in todo if o is not c])
-            for c, r in zip(todo, results, strict=True)}  # fmt: skip
+            for c, r in zip(todo, results, strict=True)}
     checkpoint.remove()
     (todo[0].out_dir / "sittings.json").unlink(missing_ok=True)
     return [made.get(id(c)) if c is not None else None for c in cells]
@@ -346,7 +346,7 @@ def record_sitting(path: Path, resume_step: int) -> list[dict]:
     if resume_step and not earlier:  # saved by a runner that did not record sittings
         earlier = [{"from_step": 0, "started": None, "environment": None}]
     sittings = [*earlier, {"from_step": resume_step, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                           "environment": environment()}]  # fmt: skip
+                           "environment": environment()}]
     write_json_atomic(path, {"sittings": sittings})
     return sittings
 
@@ -355,7 +355,7 @@ def open_logger(cell: Cell, resume: bool) -> RunLogger:
     cfg = cell.cfg
     wandb_cfg = OmegaConf.to_container(cfg.logger) if cfg.logger.name == "wandb" else None
     return RunLogger(cell.out_dir, cell.name, list(cfg.seeds), group=cfg.name, wandb_cfg=wandb_cfg,
-                     config=OmegaConf.to_container(cfg, resolve=True), resume=resume)  # fmt: skip
+                     config=OmegaConf.to_container(cfg, resolve=True), resume=resume)
 
 
 def finish(cell: Cell, result: dict, code: dict, wall_s: float, fused_with: list[str]) -> dict:
@@ -379,7 +379,7 @@ def finish(cell: Cell, result: dict, code: dict, wall_s: float, fused_with: list
     write_json_atomic(cell.out_dir / "metrics.json", metrics)
     n_div = sum(m.get("diverged", False) for m in metrics.get("members", []))
     print(f"done {cell.name}: {len(cfg.seeds)} seeds, {n_div} diverged, {metrics['wall_s']:.0f} s"
-          f"{headline(metrics.get('members', []))} -> {cell.out_dir / 'metrics.json'}", file=sys.stderr)  # fmt: skip
+          f"{headline(metrics.get('members', []))} -> {cell.out_dir / 'metrics.json'}", file=sys.stderr)
     return metrics
 
 
@@ -533,7 +533,7 @@ def main() -> None:
             exit_with(ConfigError(f"{len(REFUSED)} cell(s) of the sweep refused, the others run: {'; '.join(REFUSED)}"))
     except KeyboardInterrupt:
         print("interrupted: finished cells are kept and a cell in training resumes from its last checkpoint; "
-              "rerun the same command to go on", file=sys.stderr)  # fmt: skip
+              "rerun the same command to go on", file=sys.stderr)
         raise SystemExit(130) from None
 
 

@@ -70,7 +70,7 @@ class Agent(nn.Module):
     ``wiring`` how it is connected (``WIRINGS``)."""
 
     def __init__(self, size: int, members: int, channels: int = 16, features: int = 64, hidden: int = 64,
-                 nac: int = 0, wiring: str = "beside"):  # fmt: skip
+                 nac: int = 0, wiring: str = "beside"):
         super().__init__()
         if wiring not in WIRINGS:
             raise ValueError(f"unknown NAC wiring '{wiring}'; valid: {', '.join(WIRINGS)}")
@@ -98,7 +98,7 @@ class Agent(nn.Module):
     def forward(self, image: Tensor, command: Tensor, state: State) -> tuple[Tensor, Tensor, State]:
         x_t = self.core_input(image, command)
         lstm_in = {"feedback": lambda: torch.cat([x_t, state[2]], -1),
-                   "clock_only": lambda: x_t[..., :-1]}.get(self.wiring, lambda: x_t)()  # fmt: skip
+                   "clock_only": lambda: x_t[..., :-1]}.get(self.wiring, lambda: x_t)()
         h, c = self.lstm(lstm_in, state[:2])
         s = state[2]
         if self.nac is not None:
@@ -114,7 +114,7 @@ class Agent(nn.Module):
 def make_agent(cfg: dict, members: int) -> Agent:
     a = cfg["agent_net"]
     return Agent(cfg["env"]["size"], members, a["channels"], a["features"], a["hidden"],
-                 a["nac"] if cfg["agent"] == "a3c_nac" else 0, a.get("nac_wiring", "beside"))  # fmt: skip
+                 a["nac"] if cfg["agent"] == "a3c_nac" else 0, a.get("nac_wiring", "beside"))
 
 
 def reset_where(state: State, done: Tensor) -> State:
@@ -130,7 +130,7 @@ def shared_adam_state(params: list[nn.Parameter]) -> list[dict[str, Tensor]]:
     """Adam's moments and step counters for ``params``, in shared memory (one dict per param)."""
     return [{"step": torch.zeros(()).share_memory_(),
              "exp_avg": torch.zeros_like(p).share_memory_(),
-             "exp_avg_sq": torch.zeros_like(p).share_memory_()} for p in params]  # fmt: skip
+             "exp_avg_sq": torch.zeros_like(p).share_memory_()} for p in params]
 
 
 def shared_adam(params: list[nn.Parameter], state: list[dict[str, Tensor]], **kwargs) -> torch.optim.Adam:
@@ -169,7 +169,7 @@ class Environments:
         self.M, self.B = len(seeds), per_member
         self.envs = [GridWorldTime(**env_cfg) for _ in range(self.M * per_member)]
         self.obs = [env.reset(seed=derive_seed(seeds[i // per_member], stream, i % per_member))[0]
-                    for i, env in enumerate(self.envs)]  # fmt: skip
+                    for i, env in enumerate(self.envs)]
 
     def tensors(self) -> tuple[Tensor, Tensor]:
         return observation_tensors(self.obs, self.M, self.B)
@@ -200,7 +200,7 @@ class Losses:
 
 
 def a3c_losses(logits: Tensor, values: Tensor, actions: Tensor, rewards: Tensor, dones: Tensor,
-               bootstrap: Tensor, gamma: float) -> Losses:  # fmt: skip
+               bootstrap: Tensor, gamma: float) -> Losses:
     """Per-member A3C losses over one rollout. ``logits [T, M, B, A]``; ``values``, ``actions``,
     ``rewards``, ``dones`` ``[T, M, B]``; ``bootstrap [M, B]``, the value after the last step.
 
@@ -218,11 +218,11 @@ def a3c_losses(logits: Tensor, values: Tensor, actions: Tensor, rewards: Tensor,
     chosen = logp.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
     entropy = -(logp.exp() * logp).sum(-1)
     return Losses(policy=-(chosen * advantage.detach()).mean((0, 2)),
-                  value=0.5 * advantage.square().mean((0, 2)), entropy=entropy.mean((0, 2)))  # fmt: skip
+                  value=0.5 * advantage.square().mean((0, 2)), entropy=entropy.mean((0, 2)))
 
 
 def worker(rank: int, shared: Agent, adam_state: list, alive: Tensor, cfg: dict, seeds: list[int],
-           frames, stop, queue, parent: int) -> None:  # fmt: skip
+           frames, stop, queue, parent: int) -> None:
     """One A3C worker process: never touches wandb or files; reports through ``queue``. It ignores
     Ctrl-C (the main process stops it through ``stop``) and stops when its parent is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -273,7 +273,7 @@ def _work(rank, shared, adam_state, alive, cfg, seeds, frames, stop, queue, pare
         with torch.no_grad():
             bootstrap = local(*envs.tensors(), state)[1]
         losses = a3c_losses(torch.stack(logits), torch.stack(values), torch.stack(actions),
-                            torch.stack(rewards), torch.stack(dones), bootstrap, a["gamma"])  # fmt: skip
+                            torch.stack(rewards), torch.stack(dones), bootstrap, a["gamma"])
         loss = losses.total(a["value_coef"], a["entropy_coef"])
         diverged(~torch.isfinite(loss.detach()))
         local.zero_grad(set_to_none=True)
@@ -417,7 +417,7 @@ def train(cfg: dict, seeds: list[int], log=None, progress: bool = True, desc: st
     frames, stop, queue = ctx.Value("q", 0), ctx.Event(), ctx.Queue()
     procs = [ctx.Process(target=worker, daemon=True, name=f"a3c-worker-{rank}",
                          args=(rank, agent, adam_state, alive, cfg, seeds, frames, stop, queue, os.getpid()))
-             for rank in range(a["workers"])]  # fmt: skip
+             for rank in range(a["workers"])]
     stats, diverged_at = EpisodeStats(M), torch.full((M,), -1, dtype=torch.long)
     next_log, seen, finished, ready, episodes, started = cfg["log_every"], 0, 0, 0, torch.zeros(M), []
     held = HeldSignals()
@@ -474,5 +474,5 @@ def train(cfg: dict, seeds: list[int], log=None, progress: bool = True, desc: st
             held.release()
     summary = {"frames": int(frames.value), "train_wall_s": round(time.perf_counter() - start, 2),
                "frames_per_s": round(frames.value / (time.perf_counter() - start), 1),
-               "diverged_at": diverged_at.tolist(), "train_episodes": episodes.tolist()}  # fmt: skip
+               "diverged_at": diverged_at.tolist(), "train_episodes": episodes.tolist()}
     return agent, summary

@@ -25,7 +25,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 from torch import Tensor, nn
 
-from nalu.cell import build_model, train_cell
+from tasks.cell import build_model, train_cell
 from nalu.device import move
 from nalu.ensemble import in_chunks, init_members
 from nalu.errors import ConfigError, check_choice
@@ -98,7 +98,7 @@ def check_splits(train: Split, extrap: Split, op: str) -> None:
             raise ConfigError(f"a/b needs b != 0, but the {name} range [{s.low}, {s.high}] holds 0")
     # every extrapolation ``a`` must lie above every training ``a`` (a = length * size * x)
     if not (extrap.length * extrap.low >= train.length * train.high
-            and extrap.length * extrap.high > train.length * train.high):  # fmt: skip
+            and extrap.length * extrap.high > train.length * train.high):
         raise ConfigError(
             f"extrapolation (values [{extrap.low}, {extrap.high}], length {extrap.length}) does not "
             f"exceed training (values [{train.low}, {train.high}], length {train.length}): "
@@ -123,7 +123,7 @@ class ArithmeticProblem:
         self.batch_size = cfg.batch_size
         self.train = Split(cfg.interpolation.low, cfg.interpolation.high, cfg.length, 0)
         extrap = Split(cfg.extrapolation.low, cfg.extrapolation.high, cfg.extrapolation_length,
-                       cfg.extrapolation_samples)  # fmt: skip
+                       cfg.extrapolation_samples)
         for op in sorted(set(self.ops)):
             check_splits(self.train, extrap, op)
         size, overlap, span = subset_layout(self.n, cfg.subset_ratio, cfg.overlap_ratio)
@@ -245,7 +245,7 @@ def check(cfg: DictConfig) -> None:
     op = check_choice("op", t.op, OPS)
     subset_layout(t.input_size, t.subset_ratio, t.overlap_ratio)
     check_splits(Split(t.interpolation.low, t.interpolation.high, t.length, 0),
-                 Split(t.extrapolation.low, t.extrapolation.high, t.extrapolation_length, 0), op)  # fmt: skip
+                 Split(t.extrapolation.low, t.extrapolation.high, t.extrapolation_length, 0), op)
 
 
 def run(cfg: DictConfig, log, recurrent: bool) -> dict:

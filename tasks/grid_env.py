@@ -54,10 +54,10 @@ class GridWorldTime(gym.Env):
             raise ConfigError(f"grid size must be at least 2, got {size}")
         if not 1 <= max_distance <= 2 * (size - 1):
             raise ConfigError(f"max_distance must be in [1, {2 * (size - 1)}] on a {size}x{size} grid, "
-                              f"got {max_distance}")  # fmt: skip
+                              f"got {max_distance}")
         if not max_distance <= lo <= hi <= MAX_COMMAND:
             raise ConfigError(f"commands must satisfy max_distance ({max_distance}) <= low <= high so that "
-                              f"every episode can be won (and high <= {MAX_COMMAND}), got [{lo}, {hi}]")  # fmt: skip
+                              f"every episode can be won (and high <= {MAX_COMMAND}), got [{lo}, {hi}]")
         self.size, self.commands, self.max_distance = size, (lo, hi), max_distance
         self.show_command = check_choice("show_command", show_command, ("first", "always"))
         if render_mode is not None:
@@ -67,7 +67,7 @@ class GridWorldTime(gym.Env):
         self.observation_space = spaces.Dict({
             "image": spaces.Box(0.0, 1.0, (2, size, size), np.float32),
             "command": spaces.Box(0.0, float(MAX_COMMAND), (1,), np.float32),
-        })  # fmt: skip
+        })
         cells = np.stack(np.meshgrid(np.arange(size), np.arange(size), indexing="ij"), -1).reshape(-1, 2)
         self._cells = cells
         self._agent = self._target = (0, 0)  # (row, column)
@@ -118,7 +118,7 @@ class GridWorldTime(gym.Env):
 
     def _info(self) -> dict:
         return {"command": self._command, "t": self._t,
-                "distance": self._distance()}  # fmt: skip
+                "distance": self._distance()}
 
     def _distance(self) -> int:
         return abs(self._agent[0] - self._target[0]) + abs(self._agent[1] - self._target[1])

@@ -32,18 +32,18 @@ AGENTS = ("a3c", "a3c_nac")
 
 
 def evaluation_episodes(env_cfg: dict, commands: list[int], episodes: int, members: int,
-                        data_seed: int = 0) -> tuple[list[GridWorldTime], list[dict]]:  # fmt: skip
+                        data_seed: int = 0) -> tuple[list[GridWorldTime], list[dict]]:
     """``members`` copies of the same ``len(commands) * episodes`` episodes: environment ``i`` and
     ``i + n`` start alike (``n`` episodes per member), ``episodes`` in a row per command."""
     n = len(commands) * episodes
     envs = [GridWorldTime(**env_cfg) for _ in range(members * n)]
     obs = [env.reset(seed=derive_seed("grid_eval", data_seed, i % n),
-                     options={"command": commands[(i % n) // episodes]})[0] for i, env in enumerate(envs)]  # fmt: skip
+                     options={"command": commands[(i % n) // episodes]})[0] for i, env in enumerate(envs)]
     return envs, obs
 
 
 def evaluate(agent: a3c.Agent, env_cfg: dict, commands: list[int], episodes: int, greedy: bool = True,
-             data_seed: int = 0) -> dict[str, torch.Tensor]:  # fmt: skip
+             data_seed: int = 0) -> dict[str, torch.Tensor]:
     """Run ``episodes`` fixed episodes per command for every member at once; per-member metrics."""
     M, n = agent.members, len(commands) * episodes
     envs, obs = evaluation_episodes(env_cfg, commands, episodes, M, data_seed)
@@ -72,16 +72,16 @@ def check(cfg: DictConfig) -> None:
     """Refuse settings the A3C cannot train with (the runner asks before it touches the cell)."""
     if cfg.device != "cpu":
         raise ConfigError(f"device={cfg.device}: the A3C of gridworld_time trains in CPU worker processes "
-                          "(shared-memory weights), so it runs on the CPU only; use device=cpu")  # fmt: skip
+                          "(shared-memory weights), so it runs on the CPU only; use device=cpu")
     t = cfg.task
     check_choice("agent", t.agent, AGENTS)
     check_choice("NAC wiring", t.agent_net.nac_wiring, a3c.WIRINGS)
     if t.agent_net.nac_wiring in ("countdown", "clock_only") and t.env.show_command != "first":
         raise ConfigError(f"nac_wiring={t.agent_net.nac_wiring} adds the command to the accumulator when it is "
-                          "shown, which must be once: use task.env.show_command=first")  # fmt: skip
+                          "shown, which must be once: use task.env.show_command=first")
     if cfg.optimizer.get("_target_") != "torch.optim.Adam":
         raise ConfigError("the grid-world task trains with A3C, whose workers share Adam's moments: "
-                          "use optimizer=adam")  # fmt: skip
+                          "use optimizer=adam")
     for key in ("workers", "envs_per_worker", "rollout"):
         if t.a3c[key] < 1:
             raise ConfigError(f"task.a3c.{key} must be at least 1, got {t.a3c[key]}")
@@ -90,11 +90,11 @@ def check(cfg: DictConfig) -> None:
     lo, hi = t.eval.commands
     if not t.env.max_distance <= lo <= hi <= MAX_COMMAND:
         raise ConfigError(f"task.eval.commands must be [low, high] with max_distance <= low <= high <= {MAX_COMMAND}, "
-                          f"got {[lo, hi]}")  # fmt: skip
+                          f"got {[lo, hi]}")
     opt = cfg.optimizer
     if opt.get("weight_decay", 0) or opt.get("amsgrad", False):
         raise ConfigError("A3C's shared Adam uses optimizer.lr, betas and eps only: weight_decay and amsgrad "
-                          "are not supported")  # fmt: skip
+                          "are not supported")
     if t.frames < 1 or t.eval.episodes < 1:
         raise ConfigError(f"task.frames and task.eval.episodes must be positive, got {t.frames}, {t.eval.episodes}")
     GridWorldTime(**t.env)  # validates the environment's settings
@@ -121,7 +121,7 @@ def load_agent(run_dir: Path) -> tuple[a3c.Agent, dict, list[int]]:
     path = Path(run_dir) / "agent.pt"
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: point to a grid-world run directory "
-                                f"(runs/... or multirun/figure5/...) whose cell is complete")  # fmt: skip
+                                f"(runs/... or multirun/figure5/...) whose cell is complete")
     saved = torch.load(path, weights_only=True)
     agent = a3c.make_agent(saved["settings"], len(saved["seeds"]))
     agent.load_state_dict(saved["state_dict"])
@@ -146,8 +146,8 @@ def run(cfg: DictConfig, log) -> dict:
     diverged = summary.pop("diverged_at")
     members = [{"seed": int(s), "diverged": at >= 0, "diverged_step": at if at >= 0 else None,
                 "final": {k: float(v[i]) for k, v in final.items()}}
-               for i, (s, at) in enumerate(zip(seeds, diverged, strict=True))]  # fmt: skip
+               for i, (s, at) in enumerate(zip(seeds, diverged, strict=True))]
     parameters = sum(p[0].numel() for p in agent.parameters())
     wiring = t.agent_net.nac_wiring if t.agent == "a3c_nac" else None
     return {**summary, "agent": t.agent, "wiring": wiring, "commands": commands, "train_commands": [lo, hi],
-            "parameters_per_member": parameters, "members": members}  # fmt: skip
+            "parameters_per_member": parameters, "members": members}

@@ -13,7 +13,7 @@ import torch
 from omegaconf import DictConfig
 from torch import Tensor, nn
 
-from nalu.cell import train_cell
+from tasks.cell import train_cell
 from nalu.device import move
 from nalu.errors import ConfigError
 from nalu.seeding import training_streams
@@ -33,8 +33,8 @@ class IdentityProblem:
             spec = cfg[name]
             if not (spec.low < lo and spec.high > hi):
                 raise ConfigError(f"{name} range [{spec.low}, {spec.high}] must extend beyond the "
-                                  f"training range [{lo}, {hi}] on both sides")  # fmt: skip
-        self.members, self.cfg = len(seeds), cfg
+                                  f"training range [{lo}, {hi}] on both sides")
+        self.members = len(seeds)
         self.low, self.high, self.batch_size = lo, hi, cfg.batch_size
         self.gens = training_streams("identity", list(seeds), cfg.shared_batches, cfg.data_seed)
         self.interp = torch.linspace(lo, hi, 1001).view(1, -1, 1)

@@ -89,7 +89,7 @@ def render(images: Tensor, labels: Tensor, corners: Tensor, pick: Tensor, size: 
 
 
 def draw(images: Tensor, labels: Tensor, n: int, g: torch.Generator, size: int = 100, min_digits: int = 0,
-         max_digits: int = 5) -> Canvases:  # fmt: skip
+         max_digits: int = 5) -> Canvases:
     """``n`` canvases of digits drawn from the pool ``images [P, 28, 28]`` uint8 with ``labels [P]``."""
     corners = layouts(n, g, size, min_digits, max_digits)
     return render(images, labels, corners, torch.randint(0, len(images), (n, max_digits), generator=g), size)

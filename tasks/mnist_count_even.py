@@ -27,7 +27,7 @@ from torch.nn import functional as F
 from baselines.constrained import VARIANTS, ConstrainedLinear
 from baselines.convnet import CanvasEncoder
 from nalu import ensemble
-from nalu.cell import train_cell
+from tasks.cell import train_cell
 from nalu.ensemble import in_chunks
 from nalu.errors import ConfigError, check_choice
 from nalu.scoring import rounded

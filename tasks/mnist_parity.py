@@ -29,7 +29,7 @@ from torch import Tensor, nn
 
 from baselines.constrained import ConstrainedLinear
 from baselines.convnet import DigitEncoder, OverDigits
-from nalu.cell import train_cell
+from tasks.cell import train_cell
 from nalu.ensemble import in_chunks
 from nalu.errors import ConfigError, check_choice
 from nalu.scoring import rounded
@@ -51,7 +51,7 @@ class ParityProblem(mnist_data.DigitsProblem):
         g_val, g_test = generator("mnist_parity", "val"), generator("mnist_parity", "test")
         self.val_index = torch.randint(0, len(self.val_images), (cfg.validation_samples, self.k), generator=g_val)
         self.test_index = torch.randint(0, len(self.test_images), (cfg.test_samples, self.k),
-                                        generator=g_test)  # fmt: skip
+                                        generator=g_test)
 
     def target(self, labels: Tensor) -> Tensor:
         """What ``s`` is trained to output for digit labels ``[N, digits]``: ``[N]``."""

@@ -28,7 +28,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from baselines.convnet import DigitEncoder, OverDigits
-from nalu.cell import model_factory, train_cell
+from tasks.cell import model_factory, train_cell
 from nalu.ensemble import in_chunks
 from nalu.errors import ConfigError, check_choice
 from nalu.seeding import generator
@@ -51,7 +51,7 @@ class SeriesProblem(mnist_data.DigitsProblem):
         val_length = cfg.validation_length or self.length  # series that pick each seed's best step
         self.val_index = self._series(len(self.val_images), cfg.validation_series, val_length, "val")
         self.test_index = {int(L): self._series(len(self.test_images), int(n), int(L), f"test{L}")
-                           for L, n in cfg.test_series.items()}  # fmt: skip
+                           for L, n in cfg.test_series.items()}
 
     @staticmethod
     def _series(pool: int, n: int, length: int, name: str) -> Tensor:
@@ -125,7 +125,7 @@ def factory_for(cfg: DictConfig):
         encoder = DigitEncoder(cfg.task.encoder.features, members, tuple(cfg.task.encoder.channels),
                                cfg.task.encoder.hidden)
         core = core_factory(in_features=cfg.task.encoder.features, out_features=out_features,
-                            members=members, recurrent=True)  # fmt: skip
+                            members=members, recurrent=True)
         return OverDigits(encoder, EveryStep(core) if cfg.task.supervise == "every_step" else core)
 
     return factory
@@ -136,5 +136,5 @@ def run(cfg: DictConfig, log) -> dict:
     kind = cfg.task.kind
     problem = SeriesProblem(cfg.task, seeds, Path(cfg.data_dir))
     summary, _ = train_cell(cfg, problem, 28 * 28, OUTPUTS[kind], True, log, select="validation",
-                            factory=factory_for(cfg))  # fmt: skip
+                            factory=factory_for(cfg))
     return {**summary, "kind": kind, "supervise": cfg.task.supervise}

@@ -16,7 +16,7 @@ from nalu.errors import ConfigError
 
 ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
         "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
-        "nineteen"]  # fmt: skip
+        "nineteen"]
 TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 LOWEST, HIGHEST = 0, 999
 PAD = "<pad>"
@@ -50,7 +50,7 @@ class Split:
 def check_range(lowest: int, highest: int) -> list[int]:
     if not LOWEST <= lowest <= highest <= HIGHEST:
         raise ConfigError(f"the number range must lie within {LOWEST}..{HIGHEST} with lowest <= highest, "
-                          f"got {lowest}..{highest}")  # fmt: skip
+                          f"got {lowest}..{highest}")
     return list(range(lowest, highest + 1))
 
 
@@ -86,7 +86,7 @@ def split(numbers: list[int], n_train: int, n_validation: int, seed: int) -> Spl
         victim = next((n for n in reversed(sampled) if all(count[w] > 1 for w in set(words(n)))), None)
         if donor is None or victim is None:
             raise ConfigError(f"a training set of {n_train} numbers cannot hold every token of "
-                              f"{numbers[0]}..{numbers[-1]} ('{token}' is missing); make it larger")  # fmt: skip
+                              f"{numbers[0]}..{numbers[-1]} ('{token}' is missing); make it larger")
         sampled[sampled.index(victim)] = donor
         left[left.index(donor)] = victim
     return Split(sorted(fixed + sampled), sorted(left[:n_validation]), sorted(left[n_validation:]))

@@ -18,7 +18,7 @@ import torch
 from omegaconf import DictConfig
 from torch import Tensor, nn
 
-from nalu.cell import model_factory, train_cell
+from tasks.cell import model_factory, train_cell
 from nalu.device import move
 from nalu.ensemble import Embedding, in_chunks
 from nalu.errors import ConfigError, check_choice
@@ -52,7 +52,7 @@ class ProgramProblem:
         self.encoding = check_choice("program encoding", cfg.encoding, programs.ENCODINGS)
         if cfg.train_domain < 2 or not cfg.test_domains or min(cfg.test_domains) < 2:
             raise ConfigError(f"operand domains must be at least 2 (and at least one test domain), got "
-                              f"train {cfg.train_domain}, test {list(cfg.test_domains)}")  # fmt: skip
+                              f"train {cfg.train_domain}, test {list(cfg.test_domains)}")
         for key in ("batch_size", "validation_size", "test_size"):
             if cfg[key] < 1:
                 raise ConfigError(f"task.{key} must be at least 1, got {cfg[key]}")

@@ -50,7 +50,7 @@ def generate(kind: str, n: int, domain: int, g: torch.Generator) -> list[str]:
         return f"{first}{'+-'[k >> 1]}{second}"
 
     return [f"a={x};b={y};if a{'<>'[c]}b:c={expr(e1)} else:c={expr(e2)};print(c)"
-            for x, y, c, e1, e2 in zip(a, b, cmp, *exprs)]  # fmt: skip
+            for x, y, c, e1, e2 in zip(a, b, cmp, *exprs)]
 
 
 def evaluate(text: str) -> int:

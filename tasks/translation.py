@@ -17,7 +17,7 @@ import torch
 from omegaconf import DictConfig
 from torch import Tensor, nn
 
-from nalu.cell import model_factory, train_cell
+from tasks.cell import model_factory, train_cell
 from nalu.device import move, of
 from nalu.ensemble import Embedding
 from nalu.errors import ConfigError
@@ -32,7 +32,7 @@ class WordsToNumber(nn.Module):
         super().__init__()
         if not hasattr(core, "per_step_from_gates"):
             raise ConfigError("the translation task needs a gated recurrent model with a per-token "
-                              "read-out: lstm, lstm_sum, lstm_nac, lstm_nalu, gru or ugrnn")  # fmt: skip
+                              "read-out: lstm, lstm_sum, lstm_nac, lstm_nalu, gru or ugrnn")
         self.embedding, self.core = embedding, core
 
     def running(self, tokens: Tensor) -> Tensor:

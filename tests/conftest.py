@@ -19,10 +19,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # (nalu.fast, the default) costs seconds per cell: tests of the compiled path ask for it
 TINY = [
     "progress=false", "task.steps=30", "task.eval_every=10", "seeds=2", "train_step=autograd",
-]  # fmt: skip
+]
 TINY_ARITHMETIC = TINY + [
     "task.test_samples=200", "task.extrapolation_samples=20", "task.reference.members=4",
-]  # fmt: skip
+]
 TINY_IDENTITY = TINY + ["task.table5.points=101"]
 
 
@@ -40,7 +40,7 @@ def cli(args: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedP
     """Run ``python <args>`` as a user would, in ``cwd``."""
     env = {**os.environ, "WANDB_MODE": "disabled", "HYDRA_FULL_ERROR": "0"}
     p = subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True,
-                       timeout=600)  # fmt: skip
+                       timeout=600)
     if check and p.returncode != 0:
         raise AssertionError(f"{args} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
     return p
@@ -86,7 +86,7 @@ def on_meta(task_run, cfg, monkeypatch) -> None:
     """
     import types
 
-    import nalu.cell
+    import tasks.cell
     from nalu import device as devices
 
     meta = torch.device("meta")
@@ -116,6 +116,6 @@ def on_meta(task_run, cfg, monkeypatch) -> None:
     if "fused" in cfg.optimizer:
         cfg.optimizer.fused = False  # fused Adam has no meta kernel (it has CPU and CUDA ones)
     monkeypatch.setattr(devices, "resolve", lambda name: meta)
-    monkeypatch.setattr(nalu.cell, "fit", one_step)
+    monkeypatch.setattr(tasks.cell, "fit", one_step)
     with pytest.raises(Stepped):
         task_run(cfg, types.SimpleNamespace(metrics=None, name="meta"))

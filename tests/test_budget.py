@@ -24,7 +24,7 @@ def test_eval_schedule_thins_after_its_late_step():
 
 
 @pytest.mark.parametrize("kwargs", [{"every": 0}, {"every": 10, "late_from": 5}, {"every": 10, "late_from": 5,
-                                    "late_every": -1}, {"every": 2.5}])  # fmt: skip
+                                    "late_every": -1}, {"every": 2.5}])
 def test_eval_schedule_refuses_impossible_values(kwargs):
     with pytest.raises(ConfigError):
         EvalSchedule(**kwargs)
@@ -34,7 +34,7 @@ def test_eval_schedule_refuses_impossible_values(kwargs):
     ("static_arithmetic", 5_000_000, (100_000, 10_000), 50_000),
     ("recurrent_arithmetic", 2_000_000, (45_000, 25_000), 15_000),
     ("translation", 300_000, (12_000, 2_500), 12_000),
-])  # fmt: skip
+])
 def test_paper_budget_sets_the_literatures_steps(task, steps, late, default_steps):
     default = compose([f"task={task}"]).task
     paper = compose([f"task={task}", "budget=paper"]).task
@@ -45,7 +45,7 @@ def test_paper_budget_sets_the_literatures_steps(task, steps, late, default_step
 
 def test_unknown_budget_and_budget_of_a_task_without_budgets_are_refused(workdir):
     for args, message in ((["budget=papr"], "task static_arithmetic has no budget 'papr'; valid: default, paper"),
-                          (["task=identity", "budget=paper"], "task identity has no budget 'paper'; valid: default")):  # fmt: skip
+                          (["task=identity", "budget=paper"], "task identity has no budget 'paper'; valid: default")):
         p = cli(["-m", "suite.run", *args, f"hydra.run.dir={workdir / 'r'}"], cwd=ROOT, check=False)
         assert p.returncode != 0 and p.stderr.strip().splitlines()[-1] == f"error: {message}"
         assert not (workdir / "r" / "metrics.json").exists()
@@ -53,7 +53,7 @@ def test_unknown_budget_and_budget_of_a_task_without_budgets_are_refused(workdir
 
 def test_a_thinned_run_logs_and_selects_on_its_schedule(tmp_path):
     cfg = compose(TINY_ARITHMETIC + ["model=nac", "task.steps=60", "task.eval_every=10", "task.eval_late_from=20",
-                                     "task.eval_late_every=25"])  # fmt: skip
+                                     "task.eval_late_every=25"])
     metrics = run_job(cfg, tmp_path)
     steps = sorted(set(pd.read_csv(tmp_path / "history.csv").step))
     assert steps == [0, 10, 20, 25, 50, 60]  # the last step always

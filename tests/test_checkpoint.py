@@ -11,7 +11,7 @@ import time
 import pytest
 import torch
 
-from nalu.cell import build_model, model_factory
+from tasks.cell import build_model, model_factory
 from nalu.ensemble import init_members
 from nalu.train import Checkpoint, fit
 from tasks.arithmetic import ArithmeticProblem
@@ -54,7 +54,7 @@ def run(model, problem, opt, checkpoint=None, logged=None, mode="autograd"):
             logged.append((step, {k: v.clone() for k, v in metrics.items()}))
 
     return fit(model, problem, opt, steps=STEPS, eval_every=EVERY, select="validation", progress=False,
-               checkpoint=checkpoint, log=log, train_step=mode)  # fmt: skip
+               checkpoint=checkpoint, log=log, train_step=mode)
 
 
 def same(a, b) -> None:
@@ -74,7 +74,7 @@ def same(a, b) -> None:
 @pytest.mark.parametrize("model_name,extra,mode", [
     ("nalu", [], "autograd"), ("nmu", [], "autograd"), ("nmu", [], "functional"),
     ("inalu", ["model.reinit_every=20", "model.reinit_window=10"], "autograd"),
-])  # fmt: skip
+])
 def test_killed_fit_resumes_to_the_uninterrupted_result(tmp_path, model_name, extra, mode):
     whole_log: list = []
     whole = run(*fresh(model_name, extra), logged=whole_log, mode=mode)
@@ -118,7 +118,7 @@ def test_checkpoint_of_other_code_is_ignored_but_unrelated_edits_are_not(tmp_pat
     run resumes unless ``changed`` finds one of those modules edited, and says why it does not."""
     edited: list[str] = []
     ckpt = Checkpoint(tmp_path / "checkpoint.pt", every_s=0.0, key="k", code=lambda: {"nalu/train.py": "d1"},
-                      changed=lambda recorded: [k for k in recorded if k in edited])  # fmt: skip
+                      changed=lambda recorded: [k for k in recorded if k in edited])
     model, problem, opt = fresh("nac")
     with pytest.raises(Killed):
         run(model, dies_at(problem, 50), opt, checkpoint=ckpt)
@@ -149,7 +149,7 @@ def test_cell_killed_mid_run_resumes_from_its_checkpoint(tmp_path):
     """The real command, killed with SIGKILL after its first checkpoint, then rerun as written:
     it restarts from the checkpoint and ends with the uninterrupted run's metrics.json."""
     args = [sys.executable, "-m", "suite.run", *TINY_ARITHMETIC, "model=nalu", "task.op=mul",
-            "task.steps=6000", "task.eval_every=500", "checkpoint_every_s=0.5", "train_step=compiled"]  # fmt: skip
+            "task.steps=6000", "task.eval_every=500", "checkpoint_every_s=0.5", "train_step=compiled"]
 
     def command(name: str) -> list[str]:
         return [*args, f"hydra.run.dir={tmp_path / name}"]

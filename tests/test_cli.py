@@ -37,7 +37,7 @@ RUN = ["-m", "suite.run"]
     (["task.eval_every=0"], "task.eval_every must be a positive integer, got 0"),
     (["optimizer.lr=-1"], "optimizer.lr must be a positive number, got -1"),
     *([] if torch.cuda.is_available() else [(["device=cuda"], "CUDA is not available here")]),
-])  # fmt: skip
+])
 def test_bad_input_gives_one_line_error(workdir, args, valid):
     p = cli(RUN + args + ["progress=false"], workdir, check=False)
     assert p.returncode == 2, p.stderr
@@ -93,7 +93,7 @@ def test_cells_record_their_code_and_are_redone_when_it_changes(workdir):
     cli(args, workdir)
     nac, none = sorted((workdir / "multirun" / "code").glob("*/metrics.json"))
     recorded = json.loads(nac.read_text())["code"]
-    assert {"nalu/train.py", "nalu/units.py", "tasks/static_arithmetic.py", "tasks/arithmetic.py"} <= set(recorded)
+    assert {"nalu/train.py", "nalu/units/nac.py", "tasks/static_arithmetic.py", "tasks/arithmetic.py"} <= set(recorded)
     assert not any(path.startswith(("suite/tables/", "suite/run.py")) for path in recorded)  # builders, plumbing
 
     def cell_files() -> dict:  # every file of both cells (the sweep's multirun.yaml is rewritten by any sweep)
@@ -108,7 +108,7 @@ def test_cells_record_their_code_and_are_redone_when_it_changes(workdir):
     check = cli(args + ["dry_run=true"], workdir)
     status = [line for line in check.stderr.splitlines() if line.startswith("status: ")]
     assert status == ["status: to run: static/add/nac (its code changed (tasks/arithmetic.py))",
-                      "status: up to date: static/add/none"]  # fmt: skip
+                      "status: up to date: static/add/none"]
     assert before == cell_files()
 
     p = cli(args, workdir)
@@ -145,20 +145,20 @@ def test_only_modules_that_make_numbers_can_invalidate_a_cell():
     from suite.provenance import changed, snapshot
 
     now = snapshot()
-    assert "nalu/units.py" in now and "suite/run.py" not in now and not changed(now)
-    stale = {**now, "nalu/units.py": "0" * 16, "suite/run.py": "0" * 16, "tasks/gone.py": "0" * 16}
-    assert changed(stale) == ["nalu/units.py", "tasks/gone.py"]
+    assert "nalu/units/nac.py" in now and "suite/run.py" not in now and not changed(now)
+    stale = {**now, "nalu/units/nac.py": "0" * 16, "suite/run.py": "0" * 16, "tasks/gone.py": "0" * 16}
+    assert changed(stale) == ["nalu/units/nac.py", "tasks/gone.py"]
 
 
 def test_tiny_table1_end_to_end(workdir):
     """Both Table 1 sweeps through the real experiment files (cut down), then the table."""
     cli(RUN + ["-m", "+experiment=table1_static", "model=nac,nalu", "task.op=add",
-               "hydra/launcher=local2"] + TINY_ARITHMETIC, workdir)  # fmt: skip
+               "hydra/launcher=local2"] + TINY_ARITHMETIC, workdir)
     cli(RUN + ["-m", "+experiment=table1_recurrent", "model=nac,lstm", "task.op=mul"]
-        + TINY_ARITHMETIC, workdir)  # fmt: skip
+        + TINY_ARITHMETIC, workdir)
     out = workdir / "results"
     cli(["-m", "suite.tables", "table1", "--static", str(workdir / "multirun/table1_static"),
-         "--recurrent", str(workdir / "multirun/table1_recurrent"), "--out", str(out)], workdir)  # fmt: skip
+         "--recurrent", str(workdir / "multirun/table1_recurrent"), "--out", str(out)], workdir)
     md = (out / "table1.md").read_text()
     assert "| interpolation | a+b" in md and "/ 0.0" in md
     assert "88 entries were not run" in md  # 48 cells x 2 ranges, 4 cells run
@@ -190,7 +190,7 @@ def test_tiny_table5_end_to_end(workdir):
     cli(RUN + ["-m", "+experiment=table5_units", "model=nalu"] + tiny, workdir)
     out = workdir / "results"
     cli(["-m", "suite.tables", "table5", "--runs", str(workdir / "multirun/table5"), "--out", str(out)],
-        workdir)  # fmt: skip
+        workdir)
     md = (out / "table5.md").read_text()
     for name in ("| relu ", "| prelu ", "| threshold ", "| nalu "):
         assert name in md
@@ -204,7 +204,7 @@ def test_tiny_table5_end_to_end(workdir):
 
 def test_submitit_local_launcher(workdir):
     cli(RUN + ["-m", "hydra/launcher=submitit_local", "model=nac", "name=slurmish"] + TINY_ARITHMETIC,
-        workdir)  # fmt: skip
+        workdir)
     m = json.loads(next((workdir / "multirun" / "slurmish").glob("*/metrics.json")).read_text())
     assert m["complete"] and m["model"] == "nac"
 
@@ -217,7 +217,7 @@ def test_wandb_offline_logs_each_seed_and_prints_sync(workdir):
         import sys
 
         p = subprocess.run([sys.executable, *RUN, "logger=wandb", *TINY_ARITHMETIC], cwd=workdir,
-                           capture_output=True, text=True, timeout=300)  # fmt: skip
+                           capture_output=True, text=True, timeout=300)
     finally:
         os.environ["WANDB_MODE"] = env_mode or "disabled"
     assert p.returncode == 0, p.stderr

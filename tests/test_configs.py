@@ -8,7 +8,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from nalu.cell import build_model, model_factory
+from tasks.cell import build_model, model_factory
 from nalu.errors import ConfigError
 from nalu.ensemble import init_members
 from suite.run import CONFIG_DIR, config_hash
@@ -55,7 +55,7 @@ def test_every_experiment_composes(experiment):
 def test_config_hash_ignores_only_presentation_keys():
     base = compose([])
     assert config_hash(base) == config_hash(compose(["progress=false", "logger=wandb", "threads=2",
-                                                     "flush_denormal=false"]))  # fmt: skip
+                                                     "flush_denormal=false"]))
     assert config_hash(base) != config_hash(compose(["optimizer.lr=0.1"]))
     assert config_hash(base) != config_hash(compose(["seeds=3"]))
 
@@ -68,4 +68,4 @@ def test_make_targets_name_existing_experiments():
         base = experiment.removesuffix("_paper")
         variant = experiment.rsplit("_", 1)[0]
         assert (f"+experiment={experiment} " in makefile or f"+experiment={base}$(PAPER) " in makefile
-                or f"+experiment={base}_paper " in makefile or f"+experiment={variant}$(V) " in makefile), experiment  # fmt: skip
+                or f"+experiment={base}_paper " in makefile or f"+experiment={variant}$(V) " in makefile), experiment

@@ -62,7 +62,7 @@ def test_test_sets_are_identical_for_every_model_and_seed_set():
     ["task.extrapolation.low=1.0", "task.extrapolation.high=2.0"],
     ["task.extrapolation.low=1.5", "task.extrapolation.high=6.0"],
     ["task.interpolation.low=2.0", "task.interpolation.high=1.0"],
-])  # fmt: skip
+])
 def test_extrapolation_that_does_not_exceed_training_is_refused(overrides):
     with pytest.raises(ConfigError, match="extrapolation|empty"):
         problem([0], *overrides)

@@ -86,7 +86,7 @@ def test_gridworld_refuses_a_gpu_before_touching_its_cell(tmp_path, monkeypatch)
     ["task=identity", "model=mlp", *TINY_IDENTITY],
     ["task=translation", "model=lstm_nalu", *TINY],
     ["task=program_eval", "model=dnc_nalu", *TINY],
-])  # fmt: skip
+])
 def test_tiny_cells_train_on_cuda_as_on_the_cpu(args, workdir):
     """On a GPU machine: the whole pipeline (training, post-training scoring) runs on CUDA, and its
     numbers match the CPU's closely (not bit for bit: other kernels, other rounding)."""

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from nalu.cell import build_model, model_factory
+from tasks.cell import build_model, model_factory
 from nalu.ensemble import init_members
 from suite.run import run_job
 from nalu.train import fit
@@ -46,7 +46,7 @@ def assert_same_member(m1: dict, m2: dict, rtol: float, curves: tuple[dict, dict
 
 
 @pytest.mark.parametrize("model,steps,rtol", [("nac", LONGER, 1e-4), ("relu6", LONGER, 1e-4),
-                                              ("nalu", ["task.steps=10", "task.eval_every=5"], 1e-3)])  # fmt: skip
+                                              ("nalu", ["task.steps=10", "task.eval_every=5"], 1e-3)])
 @pytest.mark.parametrize("shared", ["true", "false"])
 def test_every_seed_in_ensemble_matches_seed_alone_up_to_rounding(tmp_path, model, steps, rtol, shared):
     """Alone and in a batch of ten, a seed's matrix products round differently; the rest is the
@@ -60,7 +60,7 @@ def test_every_seed_in_ensemble_matches_seed_alone_up_to_rounding(tmp_path, mode
         alone = run_job(compose(base + [f"seeds=[{seed}]"]), tmp_path / f"one{seed}")
         curves = (validation(tmp_path / "ten", seed), validation(tmp_path / f"one{seed}", seed))
         assert_same_member(member(together, seed), member(alone, seed), rtol=rtol,
-                           curves=curves if model == "nalu" else None)  # fmt: skip
+                           curves=curves if model == "nalu" else None)
 
 
 def test_members_never_interact(tmp_path):
@@ -118,7 +118,7 @@ def test_member_forced_to_nan_is_diverged_and_isolated():
     for when in ("final", "best"):
         for k in getattr(clean, when):
             torch.testing.assert_close(getattr(broken, when)[k][others], getattr(clean, when)[k][others],
-                                       rtol=0, atol=0)  # fmt: skip
+                                       rtol=0, atol=0)
     # the diverged member is frozen: its finite weights never moved from initialisation
     fresh = build_model(model_factory(compose(["model=nalu"]).model), 100, 1, 4)
     init_members(fresh, [0, 1, 2, 3])

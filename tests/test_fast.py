@@ -7,10 +7,10 @@ import contextlib
 import pytest
 import torch
 
-from nalu.cell import build_model, model_factory
+from tasks.cell import build_model, model_factory
 from nalu.ensemble import compiled_layout, init_members
 from nalu.fast import CompiledStep, unsupported
-from nalu.nau import NAU
+from nalu.units.nau import NAU
 from nalu.train import AutogradStep, fit
 from tasks.arithmetic import ArithmeticProblem
 
@@ -20,12 +20,12 @@ UNITS = {  # the models of Table 1 and the units table, with regulariser ramps i
     "nac": [], "nalu": [], "none": [], "relu6": [],
     "nau": ["model.sparsity_start=5", "model.sparsity_end=15"],
     "nmu": [],  # ramps over 20%..40% of task.steps
-}  # fmt: skip
+}
 RANGES = {
     "[1,2]": [],
     "[0.1,0.2]": ["task.interpolation.low=0.1", "task.interpolation.high=0.2",
                   "task.extrapolation.low=0.2", "task.extrapolation.high=2"],
-}  # fmt: skip
+}
 SEEDS = [0, 1, 2]
 LR = {"nau": 0.2}  # large enough that NAU weights reach their bounds within the runs (the clamp acts)
 
@@ -41,10 +41,10 @@ def default_dtype(dtype):
 
 
 def train(model_name: str, op: str, recurrent: bool, extra: list[str], mode: str, steps: int = 30, lr: float = 1e-2,
-          nan_member: int | None = None):  # fmt: skip
+          nan_member: int | None = None):
     task = "recurrent_arithmetic" if recurrent else "static_arithmetic"
     cfg = compose(TINY_ARITHMETIC + [f"task={task}", f"model={model_name}", f"task.op={op}", f"task.steps={steps}",
-                                     f"seeds={len(SEEDS)}", *extra])  # fmt: skip
+                                     f"seeds={len(SEEDS)}", *extra])
     problem = ArithmeticProblem(cfg.task, SEEDS, recurrent)
     model = build_model(model_factory(cfg.model), cfg.task.input_size, 1, len(SEEDS), recurrent)
     init_members(model, SEEDS)
@@ -53,7 +53,7 @@ def train(model_name: str, op: str, recurrent: bool, extra: list[str], mode: str
             next(model.parameters())[nan_member] = float("nan")
     opt = torch.optim.Adam(model.parameters(), lr=lr, fused=True)
     result = fit(model, problem, opt, steps=steps, eval_every=10, select="validation", progress=False,
-                 train_step=mode)  # fmt: skip
+                 train_step=mode)
     return result, model, opt
 
 
@@ -62,7 +62,7 @@ def assert_same(a, b, rtol: float) -> None:
     for when in ("init", "final", "best"):
         for k in getattr(ra, when):
             torch.testing.assert_close(getattr(ra, when)[k], getattr(rb, when)[k], rtol=rtol, atol=1e-12,
-                                       equal_nan=True, msg=lambda m, w=when, k=k: f"{w} {k}: {m}")  # fmt: skip
+                                       equal_nan=True, msg=lambda m, w=when, k=k: f"{w} {k}: {m}")
     assert ra.best_step.tolist() == rb.best_step.tolist()
     assert ra.diverged_step.tolist() == rb.diverged_step.tolist()
     for (name, p), q in zip(ma.named_parameters(), mb.parameters(), strict=True):
@@ -75,7 +75,7 @@ def assert_same(a, b, rtol: float) -> None:
 def build(model_name: str, op: str, recurrent: bool, extra: list[str]):
     task = "recurrent_arithmetic" if recurrent else "static_arithmetic"
     cfg = compose(TINY_ARITHMETIC + [f"task={task}", f"model={model_name}", f"task.op={op}", "task.steps=30",
-                                     f"seeds={len(SEEDS)}", *extra])  # fmt: skip
+                                     f"seeds={len(SEEDS)}", *extra])
     model = build_model(model_factory(cfg.model), cfg.task.input_size, 1, len(SEEDS), recurrent)
     init_members(model, SEEDS)
     opt = torch.optim.Adam(model.parameters(), lr=LR.get(model_name, 1e-2), fused=True)
@@ -125,7 +125,7 @@ def test_functional_step_is_the_autograd_step_in_float64(model_name, op, range_n
     regularisers, clamps and all)."""
     with default_dtype(torch.float64):
         compare_steps(model_name, op, recurrent, UNITS[model_name] + RANGES[range_name], AutogradStep,
-                      lambda m, o: CompiledStep(m, o, compile=False), rtol=1e-10)  # fmt: skip
+                      lambda m, o: CompiledStep(m, o, compile=False), rtol=1e-10)
 
 
 @pytest.mark.parametrize("recurrent", [False, True], ids=["static", "recurrent"])
@@ -136,7 +136,7 @@ def test_compiled_step_is_the_functional_step(model_name, recurrent):
     then differs by up to 0.5% of its largest entry after one step.)"""
     with default_dtype(torch.float64):
         compare_steps(model_name, "mul", recurrent, UNITS[model_name], lambda m, o: CompiledStep(m, o, compile=False),
-                      lambda m, o: CompiledStep(m, o, compile=True), rtol=1e-10, steps=12)  # fmt: skip
+                      lambda m, o: CompiledStep(m, o, compile=True), rtol=1e-10, steps=12)
 
 
 @pytest.mark.parametrize("recurrent", [False, True], ids=["static", "recurrent"])
@@ -166,7 +166,7 @@ def close(a, b, what: str, step: int, rtol: float = 1e-10) -> None:
     is a sum of cancelling terms rounds differently when its terms are summed in another order."""
     scale = float(b.detach().abs().max()) if b.numel() else 0.0
     torch.testing.assert_close(a, b, rtol=rtol, atol=rtol * scale + 1e-300, equal_nan=True,
-                               msg=lambda m: f"{what} at step {step}: {m}")  # fmt: skip
+                               msg=lambda m: f"{what} at step {step}: {m}")
 
 
 @pytest.mark.parametrize("recurrent", [False, True], ids=["static", "recurrent"])

@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from nalu.cell import build_model, model_factory
+from tasks.cell import build_model, model_factory
 from nalu.ensemble import init_members
-from nalu.inalu import INALU
-from nalu.nau import NAU, NMU, ramp
-from nalu.npu import NPU, RealNPU, l1_weight
+from nalu.units.inalu import INALU
+from nalu.units.nau import NAU, ramp
+from nalu.units.nmu import NMU
+from nalu.units.npu import NPU
+from nalu.units.realnpu import RealNPU, l1_weight
 from nalu.stack import units
 from nalu.train import fit
 from nalu.units import UNITS
@@ -34,14 +36,14 @@ def with_weights(unit: torch.nn.Module, name: str, W: list[list[float]]) -> torc
 
 
 @pytest.mark.parametrize("W,expected", [([[1, 1]], lambda a, b: a + b), ([[1, -1]], lambda a, b: a - b),
-                                        ([[-1, 0]], lambda a, b: -a)])  # fmt: skip
+                                        ([[-1, 0]], lambda a, b: -a)])
 def test_nau_adds_and_subtracts(ab, W, expected):
     a, b, x = ab
     torch.testing.assert_close(with_weights(NAU(2, 1, 1), "W", W)(x)[0, :, 0], expected(a, b))
 
 
 @pytest.mark.parametrize("W,expected", [([[1, 1]], lambda a, b: a * b), ([[1, 0]], lambda a, b: a),
-                                        ([[0, 0]], lambda a, b: torch.ones_like(a))])  # fmt: skip
+                                        ([[0, 0]], lambda a, b: torch.ones_like(a))])
 def test_nmu_multiplies_selected_inputs(ab, W, expected):
     a, b, x = ab
     torch.testing.assert_close(with_weights(NMU(2, 1, 1), "W", W)(x)[0, :, 0], expected(a, b))
@@ -51,7 +53,7 @@ def test_nmu_multiplies_selected_inputs(ab, W, expected):
 @pytest.mark.parametrize("W,expected", [
     ([[1, 1]], lambda a, b: a * b), ([[1, -1]], lambda a, b: a / b), ([[2, 0]], lambda a, b: a * a),
     ([[0.5, 0]], lambda a, b: torch.sqrt(a)), ([[-1, 0]], lambda a, b: 1 / a),
-])  # fmt: skip
+])
 def test_power_units_compute_powers_and_division_of_positive_inputs(ab, cls, W, expected):
     a, b, x = ab
     unit = cls(2, 1, 1, eps=0.0)
@@ -178,7 +180,7 @@ def test_members_are_independent(unit):
 
 
 @pytest.mark.parametrize("model,below,last", [("nmu", NAU, NMU), ("npu", NAU, NPU), ("realnpu", NAU, RealNPU),
-                                               ("nau", NAU, NAU), ("inalu", INALU, INALU)])  # fmt: skip
+                                               ("nau", NAU, NAU), ("inalu", INALU, INALU)])
 def test_shipped_configs_stack_the_documented_layers(model, below, last):
     """The model configs, built as a run builds them: NAUs under the multiplicative units."""
     cfg = compose([f"model={model}"])
@@ -237,7 +239,7 @@ def test_tiny_units_sweep_end_to_end(tmp_path):
     from .conftest import TINY_ARITHMETIC, cli
 
     cli(["-m", "suite.run", "-m", "+experiment=units", "model=nau,nmu", "task.op=add,mul"] + TINY_ARITHMETIC,
-        tmp_path)  # fmt: skip
+        tmp_path)
     out = tmp_path / "results"
     cli(["-m", "suite.tables", "units", "--runs", str(tmp_path / "multirun/units"), "--out", str(out)], tmp_path)
     import pandas as pd

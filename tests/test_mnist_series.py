@@ -37,7 +37,7 @@ def fake_mnist(tmp_path_factory):
 
 def problem(root, kind, *overrides):
     cfg = compose([f"task=mnist_{kind}", "task.validation_images=40", "task.validation_series=8",
-                   "task.test_series={1: 20, 10: 6, 1000: 2}", "task.batch_size=7", *overrides])  # fmt: skip
+                   "task.test_series={1: 20, 10: 6, 1000: 2}", "task.batch_size=7", *overrides])
     return SeriesProblem(cfg.task, [0, 1], root)
 
 
@@ -65,7 +65,7 @@ def test_series_labels(fake_mnist, kind):
 def test_every_step_core_reads_out_every_prefix(fake_mnist, model):
     """Trained every step, the core's output after digit k is what it outputs on the first k
     digits alone, and evaluation reads the last one."""
-    from nalu.cell import build_model
+    from tasks.cell import build_model
     from nalu.ensemble import init_members
     from tasks.mnist_series import EveryStep, factory_for
 
@@ -104,12 +104,12 @@ def test_missing_data_names_make_data(workdir):
 def test_tiny_table2_end_to_end(fake_mnist, workdir, variant):
     tiny = ["progress=false", "task.steps=6", "task.eval_every=3", "seeds=2", f"data_dir={fake_mnist}",
             "task.validation_images=40", "task.validation_series=8", "task.batch_size=4",
-            "task.test_series={1: 20, 10: 6, 100: 3, 1000: 2}"]  # fmt: skip
+            "task.test_series={1: 20, 10: 6, 100: 3, 1000: 2}"]
     cli(["-m", "suite.run", "-m", f"+experiment=table2{variant}", "model=gru"] + tiny, workdir)
     cli(["-m", "suite.run", "-m", f"+experiment=table2_stacks{variant}", "model=nac"] + tiny, workdir)
     out = workdir / "results"
     cli(["-m", "suite.tables", "table2", "--runs", str(workdir / f"multirun/table2{variant}"), "--out", str(out),
-         "--name", f"table2{variant}"], workdir)  # fmt: skip
+         "--name", f"table2{variant}"], workdir)
     md = (out / f"table2{variant}.md").read_text()
     assert "| NAC " in md and "/ 99.23" in md
     assert "NAC start with the state carried unchanged" in md  # only the stack-based core
@@ -125,7 +125,7 @@ def test_parity_of_a_diverged_output_is_never_right(fake_mnist):
     from tasks.mnist_parity import ParityProblem
 
     cfg = compose(["task=mnist_parity", "task.validation_images=40", "task.validation_samples=8",
-                   "task.test_samples=20"])  # fmt: skip
+                   "task.test_samples=20"])
     p = ParityProblem(cfg.task, [0, 1], fake_mnist)
 
     class Broken(torch.nn.Module):
@@ -149,12 +149,12 @@ def test_tiny_table4_end_to_end(fake_mnist, workdir, variant):
     """Table 4 on Seguí's even-digit counting (the default) and on our parity variant."""
     tiny = ["progress=false", "task.steps=4", "task.eval_every=2", "seeds=2", f"data_dir={fake_mnist}",
             "task.validation_images=40", "task.validation_samples=8", "task.batch_size=4",
-            "task.test_samples=20"] + (["task.layouts=50"] if not variant else [])  # fmt: skip
+            "task.test_samples=20"] + (["task.layouts=50"] if not variant else [])
     layers = "nac,wx_plus_b" + (",segui" if not variant else "")  # Seguí's softmax head on his task only
     cli(["-m", "suite.run", "-m", f"+experiment=table4{variant}", f"task.final_layer={layers}"] + tiny, workdir)
     out = workdir / "results"
     cli(["-m", "suite.tables", "table4", "--runs", str(workdir / f"multirun/table4{variant}"), "--out", str(out),
-         "--name", f"table4{variant}"], workdir)  # fmt: skip
+         "--name", f"table4{variant}"], workdir)
     md = (out / f"table4{variant}.md").read_text()
     assert "unverified" in md and "| NAC " in md and "| Wx + b " in md
     assert ("counting even MNIST digits (Seguí et al. 2015)" in md) == (not variant)
@@ -196,7 +196,7 @@ def test_segui_head_trains_with_cross_entropy_and_answers_the_likeliest_count(fa
     from tasks.mnist_count_even import CountEvenProblem, cross_entropy
 
     cfg = compose(["task=mnist_count_even", "task.final_layer=segui", "task.validation_images=40",
-                   "task.validation_samples=8", "task.test_samples=20", "task.layouts=30"]).task  # fmt: skip
+                   "task.validation_samples=8", "task.test_samples=20", "task.layouts=30"]).task
     p = CountEvenProblem(cfg, [0, 1], fake_mnist)
     logits = torch.randn(2, 5, 6)
     count = torch.tensor([[0.0, 1, 2, 5, 3]])
@@ -218,7 +218,7 @@ def test_count_even_problem_draws_from_the_right_splits(fake_mnist):
     from tasks.mnist_count_even import CountEvenProblem
 
     cfg = compose(["task=mnist_count_even", "task.validation_images=40", "task.validation_samples=8",
-                   "task.test_samples=20", "task.batch_size=6", "task.layouts=30"]).task  # fmt: skip
+                   "task.test_samples=20", "task.batch_size=6", "task.layouts=30"]).task
     p = CountEvenProblem(cfg, [0, 1], fake_mnist)
     x, y = p.batch()
     assert x.shape == (1, 6, 100, 100) and y.shape == (1, 6, 1)
@@ -235,7 +235,7 @@ def test_parity_inputs_and_targets(fake_mnist):
     from tasks.mnist_parity import ParityProblem
 
     cfg = compose(["task=mnist_parity", "task.validation_images=40", "task.validation_samples=8",
-                   "task.test_samples=20", "task.batch_size=5"])  # fmt: skip
+                   "task.test_samples=20", "task.batch_size=5"])
     p = ParityProblem(cfg.task, [0], fake_mnist)
     x, y = p.batch()
     assert x.shape == (1, 5, 4, 28, 28) and y.shape == (1, 5, 1)
@@ -243,7 +243,7 @@ def test_parity_inputs_and_targets(fake_mnist):
     assert p.target(labels).tolist() == [3, 0, 4]  # odd digits; the sum is odd exactly when this is
     assert (p.target(labels) % 2 == labels.sum(1) % 2).all()
     p_sum = ParityProblem(compose(["task=mnist_parity", "task.target=sum", "task.validation_images=40"]).task,
-                          [0], fake_mnist)  # fmt: skip
+                          [0], fake_mnist)
     assert p_sum.target(labels).tolist() == [17, 12, 36]
     assert set(x[0, :, :, 0, 0].flatten().tolist()) == {TRAIN}
     assert p.test_index.max() < len(p.test_images) and p.val_index.max() < len(p.val_images)
@@ -270,12 +270,12 @@ def test_final_layers_keep_their_weight_constraints(variant):
 
 
 @pytest.mark.parametrize("task, model", [("mnist_counting", "lstm"), ("mnist_addition", "nac"),
-                                         ("mnist_parity", "none")])  # fmt: skip
+                                         ("mnist_parity", "none")])
 def test_mnist_tasks_run_on_the_model_device(fake_mnist, task, model, monkeypatch):
     from tasks import mnist_parity, mnist_series
 
     sizes = (["task.validation_samples=8", "task.test_samples=20"] if task == "mnist_parity"
-             else ["task.validation_series=8", "task.test_series={1: 20, 10: 6}"])  # fmt: skip
+             else ["task.validation_series=8", "task.test_series={1: 20, 10: 6}"])
     cfg = compose([f"task={task}", f"model={model}", "progress=false", "seeds=2", f"data_dir={fake_mnist}",
-                   "task.validation_images=40", "task.batch_size=4", *sizes])  # fmt: skip
+                   "task.validation_images=40", "task.batch_size=4", *sizes])
     on_meta((mnist_parity if task == "mnist_parity" else mnist_series).run, cfg, monkeypatch)

@@ -42,7 +42,7 @@ def test_program_grammar_example():
 @pytest.mark.parametrize("kind", programs.KINDS)
 def test_domains_are_as_configured(kind):
     cfg = compose(["task=program_eval", f"task.kind={kind}", "task.test_domains=[10,1000]",
-                   "task.test_size=200", "task.batch_size=300"])  # fmt: skip
+                   "task.test_size=200", "task.batch_size=300"])
     p = ProgramProblem(cfg.task, [0])
     ids, y = p.batch()
     assert ids.shape[0] == 300 and y.shape == (1, 300, 1)
@@ -64,7 +64,7 @@ def test_domains_are_as_configured(kind):
 def test_no_branch_is_a_constant():
     g = torch.Generator().manual_seed(0)
     branches = {t.split(":c=")[k].split(" ")[0].split(";")[0]
-                for t in programs.generate("program", 500, 100, g) for k in (1, 2)}  # fmt: skip
+                for t in programs.generate("program", 500, 100, g) for k in (1, 2)}
     assert branches == {"a+b", "b+a", "a-b", "b-a"}
 
 
@@ -77,7 +77,7 @@ def test_non_finite_answers_match_no_label():
 
 
 @pytest.mark.parametrize("override", ["task.test_domains=[]", "task.test_size=0", "task.batch_size=0",
-                                      "task.train_domain=1"])  # fmt: skip
+                                      "task.train_domain=1"])
 def test_bad_sizes_are_refused(override):
     from nalu.errors import ConfigError
 
@@ -92,12 +92,12 @@ def test_bad_kind_is_refused_with_the_valid_ones(workdir):
 
 def test_tiny_figure4_end_to_end(workdir):
     tiny = ["progress=false", "task.steps=4", "task.eval_every=2", "seeds=2", "task.test_size=10",
-            "task.validation_size=10", "task.test_domains=[100,1000]", "task.batch_size=8"]  # fmt: skip
+            "task.validation_size=10", "task.test_domains=[100,1000]", "task.batch_size=8"]
     cli(["-m", "suite.run", "-m", "+experiment=figure4", "model=ugrnn,dnc_nalu"] + tiny, workdir)
     out = workdir / "results"
     out.mkdir()
     cli(["-m", "suite.tables", "figure4", "--runs", str(workdir / "multirun/figure4"), "--out", str(out)],
-        workdir)  # fmt: skip
+        workdir)
     df = pd.read_csv(out / "figure4.csv")
     assert set(df.model) == {"ugrnn", "dnc_nalu"} and set(df.kind) == {"addition", "program"}
     assert set(df.domain) == {100, 1000} and (df.seeds == 2).all()
@@ -120,12 +120,12 @@ def test_numbers_encoding_makes_each_literal_one_token_with_its_value():
 @pytest.mark.parametrize("model", ["nalu", "lstm_nalu"])
 def test_numbers_encoding_trains_end_to_end(workdir, model):
     tiny = ["progress=false", "task.steps=4", "task.eval_every=2", "seeds=2", "task.test_size=10",
-            "task.validation_size=10", "task.test_domains=[100,1000]", "task.batch_size=8"]  # fmt: skip
+            "task.validation_size=10", "task.test_domains=[100,1000]", "task.batch_size=8"]
     cli(["-m", "suite.run", "-m", "+experiment=figure4_numbers", f"model={model}", "task.kind=program"] + tiny, workdir)
     (metrics,) = [json.loads(p.read_text()) for p in (workdir / "multirun/figure4_numbers").rglob("metrics.json")]
     assert metrics["encoding"] == "numbers" and metrics["config"]["task"]["encoding"] == "numbers"
     out = workdir / "results"
     cli(["-m", "suite.tables", "figure4", "--runs", str(workdir / "multirun/figure4_numbers"), "--out", str(out),
-         "--name", "figure4_numbers"], workdir)  # fmt: skip
+         "--name", "figure4_numbers"], workdir)
     assert sorted(p.name for p in out.iterdir()) == ["figure4_numbers.csv", "figure4_numbers.md", "figure4_numbers.png"]
     assert "each integer literal one token carrying its value" in (out / "figure4_numbers.md").read_text()

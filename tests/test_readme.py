@@ -48,7 +48,7 @@ def test_run_commands_compose(command):
     run.check_group_choices(args)
     run.check_keys(args)
     overrides = [a.split(",")[0] if "=" in a and not a.startswith("hydra") else a for a in args
-                 if not a.startswith(("hydra.", "hydra/"))]  # fmt: skip
+                 if not a.startswith(("hydra.", "hydra/"))]
     cfg = compose(overrides)
     OmegaConf.to_container(cfg, resolve=True)  # every interpolation resolves
     for a in args:

@@ -20,11 +20,11 @@ def test_check_asks_every_cell_of_a_target_and_runs_nothing():
 
     before, folders = cell_files(), sorted((ROOT / "multirun").glob("*")) if (ROOT / "multirun").exists() else []
     p = subprocess.run([sys.executable, SCRIPT, "--check", "--only", "table5"], cwd=ROOT, capture_output=True,
-                       text=True, timeout=300)  # fmt: skip
+                       text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     line = p.stdout.splitlines()[0]
     assert re.fullmatch(r"\[1/1\] make reproduce-table5 +(up to date|to run: (\d+ of \d+ cells to run|outputs missing|"
-                        r"tables to rebuild)) \(last run .*\)", line), line  # fmt: skip
+                        r"tables to rebuild)) \(last run .*\)", line), line
     assert "| `make reproduce-table5` |" in p.stdout and "results/table5.md" in p.stdout
     assert cell_files() == before  # no cell was run or touched
     # and nothing was left behind (no sweep folder, no .reproduce/ logs) in a tree that had none

@@ -51,7 +51,7 @@ def repo(tmp_path: Path) -> Path:
     git(clone, "config", "user.email", "t@t")
     python(clone, "-m", "suite.run", "-m", "model=nac", "task.op=add", "seeds=2", "task.steps=30",
            "task.eval_every=10", "train_step=autograd", "progress=false", "task.test_samples=200",
-           "task.extrapolation_samples=20", "task.reference.members=4", "hydra.sweep.dir=cells")  # fmt: skip
+           "task.extrapolation_samples=20", "task.reference.members=4", "hydra.sweep.dir=cells")
     return clone
 
 
@@ -59,7 +59,7 @@ def status(repo: Path) -> str:
     p = python(repo, "-m", "suite.run", "-m", "model=nac", "task.op=add", "seeds=2", "task.steps=30",
                "task.eval_every=10", "train_step=autograd", "progress=false", "task.test_samples=200",
                "task.extrapolation_samples=20", "task.reference.members=4", "hydra.sweep.dir=cells",
-               "dry_run=true", "hydra/job_logging=disabled")  # fmt: skip
+               "dry_run=true", "hydra/job_logging=disabled")
     return next(line for line in p.stderr.splitlines() if line.startswith("status:"))
 
 
@@ -79,12 +79,12 @@ def test_an_edit_that_computes_the_same_is_restamped(repo):
 def test_an_edit_that_changes_the_numbers_is_not(repo):
     metrics_path = next((repo / "cells").rglob("metrics.json"))
     before = metrics_path.read_text()
-    commit_edit(repo, "nalu/units.py", "return torch.tanh(self.W_hat) * torch.sigmoid(self.M_hat)",
-                "return 0.9 * torch.tanh(self.W_hat) * torch.sigmoid(self.M_hat)")  # fmt: skip
+    commit_edit(repo, "nalu/units/nac.py", "return torch.tanh(self.W_hat) * torch.sigmoid(self.M_hat)",
+                "return 0.9 * torch.tanh(self.W_hat) * torch.sigmoid(self.M_hat)")
     p = python(repo, "scripts/restamp.py", "cells")
-    assert "keep" in p.stdout and "the tiny runs differ (nalu/units.py)" in p.stdout and "re-stamped 0, kept 1" in p.stdout
+    assert "keep" in p.stdout and "the tiny runs differ (nalu/units/nac.py)" in p.stdout and "re-stamped 0, kept 1" in p.stdout
     assert metrics_path.read_text() == before
-    assert "its code changed (nalu/units.py)" in status(repo)
+    assert "its code changed (nalu/units/nac.py)" in status(repo)
 
 
 def test_code_not_in_history_is_not_restamped(repo):

@@ -20,7 +20,7 @@ def member(seed, validation, interp, extrap, diverged=False, ref=100.0):
     m = {"validation": validation, "interpolation": interp, "extrapolation": extrap}
     return {"seed": seed, "diverged": diverged, "best_step": 10 * seed, "best": m, "final": m,
             "init": {"interpolation": 50.0, "extrapolation": 50.0},
-            "reference": {"interpolation": ref, "extrapolation": ref}}  # fmt: skip
+            "reference": {"interpolation": ref, "extrapolation": ref}}
 
 
 def test_chosen_seed_is_lowest_validation_among_non_diverged():
@@ -29,7 +29,7 @@ def test_chosen_seed_is_lowest_validation_among_non_diverged():
         member(1, validation=0.1, interp=0.1, extrap=1e9, diverged=True),  # best but diverged
         member(2, validation=1.0, interp=1.0, extrap=2.0),
         member(3, validation=float("nan"), interp=float("nan"), extrap=float("nan")),
-    ]}  # fmt: skip
+    ]}
     interp, extrap = cell_rows(cell, "best", "random", solved_below=3.0)
     assert interp["chosen_seed"] == 2 and interp["ours"] == 1.0
     assert extrap["ours"] == 2.0
@@ -59,7 +59,7 @@ def test_oracle_is_the_best_seed_on_the_range_itself():
         member(0, validation=5.0, interp=5.0, extrap=0.01),  # extrapolates, but validation does not pick it
         member(1, validation=0.1, interp=0.1, extrap=0.001, diverged=True),  # diverged seeds are no oracle
         member(2, validation=1.0, interp=1.0, extrap=2.0),
-    ]}  # fmt: skip
+    ]}
     interp, extrap = cell_rows(cell, "best", "random", solved_below=0.05)
     assert (extrap["ours"], extrap["oracle"]) == (2.0, 0.01)
     assert (interp["ours"], interp["oracle"]) == (1.0, 1.0)
@@ -72,7 +72,7 @@ def test_selection_text_sorts_the_papers_zero_cells_by_what_prints_zero():
         {"task": "static", "range": "extrapolation", "function": "a^2", "model": "nalu", "ours": 9.0, "oracle": 4.0, "paper": 0.0},
         {"task": "static", "range": "extrapolation", "function": "a/b", "model": "nac", "ours": 9.0, "oracle": 4.0, "paper": 7.0},
         {"task": "static", "range": "interpolation", "function": "a^2", "model": "nalu", "ours": 9.0, "oracle": 4.0, "paper": 0.0},
-    ])  # fmt: skip
+    ])
     text = selection_text(df)
     assert "Of the 3 extrapolation cells" in text
     assert "prints 0.0 too in 1: static nac a+b;" in text
@@ -88,7 +88,7 @@ def test_tables_refuse_to_write_from_no_cells(tmp_path, what):
     out.mkdir()
     (out / f"{what}.md").write_text("the committed table")
     args = [what, "--out", str(out)] + (["--static", str(tmp_path / "a"), "--recurrent", str(tmp_path / "b")]
-                                        if what == "table1" else ["--runs", str(tmp_path / "a")])  # fmt: skip
+                                        if what == "table1" else ["--runs", str(tmp_path / "a")])
     p = cli(["-m", "suite.tables", *args], cwd=tmp_path, check=False)
     assert p.returncode != 0
     assert p.stderr.strip().splitlines()[-1].startswith("error: no finished") and "nothing written" in p.stderr
@@ -99,11 +99,11 @@ def test_tables_refuse_to_write_from_no_cells(tmp_path, what):
 def test_units_count_seeds_under_both_thresholds(tmp_path):
     def seed(k, extrap, ours, published):
         return {"seed": k, "diverged": False, "best": {"extrapolation": extrap}, "solved": extrap < ours,
-                "success_threshold": ours, "solved_published": extrap < published, "sparsity_error": 0.0}  # fmt: skip
+                "success_threshold": ours, "solved_published": extrap < published, "sparsity_error": 0.0}
 
     (tmp_path / "history.csv").write_text("step,seed,metric,value\n10,0,extrapolation,1.0\n10,1,extrapolation,1.0\n")
     cell = {"label": "a+b", "model": "nau", "steps": 10, "run_dir": str(tmp_path), "config": {"task": {"success": {"epsilon": 1e-5}}},
-            "members": [seed(0, 1.05, 1.1, 1.0), seed(1, 0.5, 1.1, 1.0), seed(2, 2.0, 1.1, 1.0)]}  # fmt: skip
+            "members": [seed(0, 1.05, 1.1, 1.0), seed(1, 0.5, 1.1, 1.0), seed(2, 2.0, 1.1, 1.0)]}
     row = units.rows([cell]).iloc[0]
     assert (row.solved, row.solved_published, row.seeds) == (2, 1, 3)
     assert units.shown(units.with_paper(units.rows([cell])))["success, published threshold"].iloc[0] == "1/3"
@@ -117,7 +117,7 @@ def test_tables_refuse_an_output_folder_they_cannot_write(tmp_path, what):
     blocker.write_text("")
     out = blocker / "results"
     args = {"table1": ["table1", "--out", str(out)], "figure4": ["figure4", "--out", str(out)],
-            "curves": ["curves", str(tmp_path), "--out", str(out / "curves.png")]}[what]  # fmt: skip
+            "curves": ["curves", str(tmp_path), "--out", str(out / "curves.png")]}[what]
     p = cli(["-m", "suite.tables", *args], cwd=tmp_path, check=False)
     assert p.returncode != 0 and "Traceback" not in p.stderr
     assert p.stderr.strip().splitlines() == [f"error: cannot write to {out}: Not a directory"], p.stderr

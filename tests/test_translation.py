@@ -109,7 +109,7 @@ def test_tiny_table3_end_to_end(workdir):
     cli(["-m", "suite.run", "-m", "+experiment=table3", "model=lstm_sum,lstm_nalu"] + tiny, workdir)
     out = workdir / "results"
     cli(["-m", "suite.tables", "table3", "--runs", str(workdir / "multirun/table3"), "--out", str(out)],
-        workdir)  # fmt: skip
+        workdir)
     md = (out / "table3.md").read_text()
     assert "| LSTM + NALU " in md and "/ 0.41" in md and "6 full-batch Adam steps" in md
     df = pd.read_csv(out / "table3.csv")
@@ -126,14 +126,14 @@ def test_tiny_table3_paper_end_to_end(workdir):
     """The paper-budget sweep (cut down): its two models at their one grid point, into the folder
     the experiment names, then table3_paper.* and figure3_paper.* beside the default ones."""
     tiny = ["progress=false", "task.steps=6", "task.eval_every=3", "task.eval_late_from=3",
-            "task.eval_late_every=3", "seeds=2", "task.lstm_size=4", "hydra.sweep.dir=cells/table3_paper"]  # fmt: skip
+            "task.eval_late_every=3", "seeds=2", "task.lstm_size=4", "hydra.sweep.dir=cells/table3_paper"]
     cli(["-m", "suite.run", "-m", "+experiment=table3_paper"] + tiny, workdir)
     cells = [json.loads(p.read_text()) for p in (workdir / "cells/table3_paper").glob("*/metrics.json")]
     assert sorted((c["model"], c["config"]["optimizer"]["lr"], c["config"]["budget"]) for c in cells) == [
         ("lstm_nalu", 0.01, "paper"), ("lstm_sum", 0.01, "paper")]
     out = workdir / "results"
     cli(["-m", "suite.tables", "table3", "--runs", str(workdir / "cells/table3_paper"), "--out", str(out),
-         "--name", "table3_paper"], workdir)  # fmt: skip
+         "--name", "table3_paper"], workdir)
     assert sorted(p.name for p in out.iterdir()) == ["figure3_paper.csv", "figure3_paper.md", "figure3_paper.png",
-                                                     "table3_paper.csv", "table3_paper.md"]  # fmt: skip
+                                                     "table3_paper.csv", "table3_paper.md"]
     assert "![figure 3](figure3_paper.png)" in (out / "figure3_paper.md").read_text()

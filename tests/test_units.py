@@ -9,7 +9,7 @@ import torch
 
 from nalu.ensemble import init_members
 from nalu.stack import units
-from nalu.units import NAC, NALU
+from nalu.units import NAC, NALU, UNITS
 from tasks.arithmetic import OPS, ArithmeticProblem
 
 from .conftest import compose
@@ -46,7 +46,7 @@ def ab():
     ([1, 1], -BIG, lambda a, b: a * b),
     ([1, -1], -BIG, lambda a, b: a / b),
     ([0.5, 0], -BIG, lambda a, b: torch.sqrt(a)),
-])  # fmt: skip
+])
 def test_single_nalu_with_hand_set_weights_is_exact(ab, W, gate, expected):
     a, b, x = ab
     y = hand_set_nalu(W, gate)(x)[0, :, 0]
@@ -139,3 +139,30 @@ def test_identity_state_init_of_an_elman_rnn_is_the_irnn():
     lin = rnn.layers[0].linear
     assert torch.equal(lin.weight[:, :, 4:], torch.eye(3).expand(2, 3, 3))
     assert torch.equal(lin.bias, torch.zeros_like(lin.bias))
+
+
+@pytest.mark.parametrize("name", sorted(UNITS))
+def test_a_unit_works_as_a_plain_torch_layer(name):
+    """``Unit(in, out)`` has one member and maps ``[B, in]`` to ``[B, out]``, the same numbers as
+    the batched form ``[1, B, in] -> [1, B, out]``; with several members, ``[M, B, out]``."""
+    torch.manual_seed(0)
+    layer = UNITS[name](3, 2)
+    init_members(layer, [7])
+    x = torch.rand(5, 3) + 0.5
+    y = layer(x)
+    assert y.shape == (5, 2)
+    assert torch.equal(y, layer(x.unsqueeze(0))[0])
+    several = UNITS[name](3, 2, 4)
+    init_members(several, [0, 1, 2, 3])
+    assert several(x).shape == (4, 5, 2)
+
+
+def test_the_readme_example_of_a_plain_nalu():
+    from .conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    example = readme[readme.index("from nalu.units import NALU") - len("import torch\n"):]
+    example = example[: example.index("```")]
+    scope: dict = {}
+    exec(example, scope)  # the README's own lines
+    assert scope["y"].shape == (32, 2) and torch.isfinite(scope["y"]).all()

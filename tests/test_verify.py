@@ -23,25 +23,25 @@ def test_medians_within_each_others_spread_have_not_moved(tmp_path):
         {**row, "median": 1.0, "q25": 0.5, "q75": 2.0, "solved": 9, "seeds": 10},
         {**row, "model": "nac", "median": 0.0, "q25": 0.0, "q75": 0.0, "solved": 10, "seeds": 10},
         {**row, "model": "relu6", "median": 50.0, "q25": 40.0, "q75": 60.0, "solved": 0, "seeds": 10},
-    ])  # fmt: skip
+    ])
     rerun = write(tmp_path / "rerun.csv", [
         {**row, "ours": 99.0, "median": 1.8, "q25": 1.5, "q75": 4.0, "solved": 7, "seeds": 10},  # overlaps; 7/10 in 9/10's interval
         {**row, "model": "nac", "median": 3.0, "q25": 2.0, "q75": 4.0, "solved": 0, "seeds": 10},  # apart; 0/10 vs 10/10
         {**row, "model": "none", "median": 1e9, "q25": 1e9, "q75": 1e9, "solved": 0, "seeds": 10},  # no committed row
-    ])  # fmt: skip
+    ])
     judged, moved = compare(rerun, committed)
     assert judged == 2  # the ReLU6 row was not rerun, the linear one is not committed
     assert [(m.row, m.statistic) for m in moved] == [("extrapolation a+b static nac", "median"),
-                                                      ("extrapolation a+b static nac", "solved")]  # fmt: skip
+                                                      ("extrapolation a+b static nac", "solved")]
     assert moved[1].ours == "0/10" and moved[1].committed == "10/10"
 
 
 def test_means_apart_by_more_than_their_spreads_have_moved(tmp_path):
     key = {"kind": "addition", "model": "nalu", "domain": 100, "metric": "mae"}
     committed = write(tmp_path / "figure4.csv", [{**key, "mean": 1.0, "two_sigma": 0.2},
-                                                 {**key, "domain": 1000, "mean": 1.0, "two_sigma": 0.2}])  # fmt: skip
+                                                 {**key, "domain": 1000, "mean": 1.0, "two_sigma": 0.2}])
     rerun = write(tmp_path / "rerun.csv", [{**key, "mean": 1.3, "two_sigma": 0.2},
-                                           {**key, "domain": 1000, "mean": 1.5, "two_sigma": 0.2}])  # fmt: skip
+                                           {**key, "domain": 1000, "mean": 1.5, "two_sigma": 0.2}])
     judged, moved = compare(rerun, committed)
     assert judged == 2 and [m.row for m in moved] == ["addition nalu 1000 mae"]
 
@@ -50,11 +50,11 @@ def test_verify_reruns_a_sample_in_scratch_and_compares(tmp_path):
     """A tiny sample of Table 5 rerun twice on this machine: identical, so nothing moves; against
     a committed table whose median is far away, the row is named and the exit status is 1."""
     sample = ("model=mlp model.activation_name=ReLU task.steps=20 task.eval_every=10 seeds=3 "
-              "task.table5.points=101 train_step=autograd progress=false")  # fmt: skip
+              "task.table5.points=101 train_step=autograd progress=false")
 
     def verify(*args):
         return subprocess.run([sys.executable, "scripts/verify.py", "table5", "--sample", sample, "--jobs", "1", *args],
-                              cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
+                              cwd=ROOT, capture_output=True, text=True, timeout=600)
 
     first = verify("--scratch", str(tmp_path / "first"))
     made = tmp_path / "first" / "results" / "table5.csv"

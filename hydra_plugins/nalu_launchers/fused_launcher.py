@@ -48,7 +48,7 @@ def execute_group(hydra_context: HydraContext, jobs: list[Job], singleton_state:
             pairs.append(CellJob(cfg, Path(HydraConfig.get().runtime.output_dir), job_overrides()))
 
         returns.append(run_job(hydra_context=hydra_context, task_function=collect, config=sweep_config,
-                               job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir"))  # fmt: skip
+                               job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir"))
     run_group_main(pairs)
     return returns
 
@@ -115,11 +115,11 @@ class FusedLauncher(Launcher):
             from joblib import Parallel, delayed
 
             results = Parallel(n_jobs=self.n_jobs, backend="loky")(
-                delayed(execute_group)(self.hydra_context, g, state) for g in groups)  # fmt: skip
+                delayed(execute_group)(self.hydra_context, g, state) for g in groups)
         else:
             results = [execute_group(self.hydra_context, g, state) for g in groups]
         by_idx = {idx: ret for group, rets in zip(groups, results, strict=True)
-                  for (idx, _), ret in zip(group, rets, strict=True)}  # fmt: skip
+                  for (idx, _), ret in zip(group, rets, strict=True)}
         return [by_idx[idx] for idx in sorted(by_idx)]
 
     def launch_submitit(self, groups: list[list[Job]], state: dict, sweep_dir: Path) -> list[list[JobReturn]]:
@@ -127,7 +127,7 @@ class FusedLauncher(Launcher):
 
         settings = dict(self.submitit)
         executor = submitit.AutoExecutor(folder=settings.pop("folder", str(sweep_dir / ".submitit/%j")),
-                                         cluster=settings.pop("cluster", None))  # fmt: skip
+                                         cluster=settings.pop("cluster", None))
         executor.update_parameters(**settings.pop("parameters", {}))
         jobs = executor.map_array(GroupCall(self.hydra_context), groups, [state] * len(groups))
         return [j.results()[0] for j in jobs]

@@ -34,7 +34,7 @@ SIMPLE = {
 def parser() -> argparse.ArgumentParser:
     """The command line of ``python -m suite.tables``."""
     p = argparse.ArgumentParser(prog="python -m suite.tables", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="what", required=True)
     t1 = sub.add_parser("table1", help="Table 1 (static + recurrent arithmetic)")
     t1.add_argument("--static", type=Path, default=Path("multirun/table1_static"))

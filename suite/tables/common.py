@@ -31,7 +31,7 @@ def load_cells(*roots: Path) -> list[dict]:
                 incomplete.append(history.parent)
     for d in incomplete:
         print(f"warning: {d} is incomplete and left out (rerun its sweep to finish it)",
-              file=sys.stderr)  # fmt: skip
+              file=sys.stderr)
     return cells
 
 
@@ -41,7 +41,7 @@ def require(cells: list[dict], what: str, roots, target: str) -> list[dict]:
     if not cells:
         where = ", ".join(str(r) for r in (roots if isinstance(roots, list | tuple) else [roots]))
         raise SystemExit(f"error: no finished {what} cells under {where}; nothing written "
-                         f"(run `make {target}` first)")  # fmt: skip
+                         f"(run `make {target}` first)")
     return cells
 
 

@@ -22,7 +22,7 @@ from suite.io import write_text_atomic  # noqa: E402
 from suite.tables.common import load_cells, require, save_figure, to_markdown  # noqa: E402
 
 MODELS = {"ugrnn": "UGRNN", "lstm": "LSTM", "dnc": "DNC", "ugrnn_nalu": "UGRNN + NALU",
-          "lstm_nalu": "LSTM + NALU", "dnc_nalu": "DNC + NALU", "nalu": "recurrent NALU"}  # fmt: skip
+          "lstm_nalu": "LSTM + NALU", "dnc_nalu": "DNC + NALU", "nalu": "recurrent NALU"}
 KINDS = {"addition": "addition of two integers", "program": "program with a conditional"}
 
 
@@ -40,9 +40,9 @@ def rows(cells: list[dict]) -> pd.DataFrame:
                 out.append({"kind": c["kind"], "model": c["model"], "domain": d, "metric": metric,
                             "mean": mean, "two_sigma": 2 * sd, "seeds": len(members),
                             "diverged": int(diverged.sum()), "finite": int(ok.sum()),
-                            "steps": c["steps"]})  # fmt: skip
+                            "steps": c["steps"]})
     return pd.DataFrame(out, columns=["kind", "model", "domain", "metric", "mean", "two_sigma", "seeds",
-                                      "diverged", "finite", "steps"])  # fmt: skip
+                                      "diverged", "finite", "steps"])
 
 
 def plot(df: pd.DataFrame, path: Path, train_domain: int, caption: str) -> None:
@@ -71,7 +71,7 @@ def plot(df: pd.DataFrame, path: Path, train_domain: int, caption: str) -> None:
             if metric == "mae":
                 ax.set_yscale("log")
             ax.set(xlabel="operand domain (operands below)", title=KINDS[kind],
-                   ylabel="mean absolute error" if metric == "mae" else "exact match of rounded answer (%)")  # fmt: skip
+                   ylabel="mean absolute error" if metric == "mae" else "exact match of rounded answer (%)")
         axes[0, j].legend(fontsize=7)
     fig.suptitle(caption, fontsize=9)
     fig.tight_layout()
@@ -92,21 +92,21 @@ def build(runs: Path, out: Path, name: str = "figure4") -> list[Path]:
         train_domain = t["train_domain"]
         steps = ", ".join(f"{k} {s:,}" for k, s in sorted({(c["kind"], c["steps"]) for c in cells}))
         encoding = {"chars": "read one character at a time", "numbers": "each integer literal one token "
-                    "carrying its value"}.get(t.get("encoding", "chars"), t.get("encoding"))  # fmt: skip
+                    "carrying its value"}.get(t.get("encoding", "chars"), t.get("encoding"))
         caption = (f"Programs {encoding}. "
                    f"Trained on operands below {train_domain} (steps of Adam: {steps}; lr {o['lr']}, "
                    f"batch {t['batch_size']}); {len(c0['seeds'])} seeds per model, mean and 2-sigma band; "
-                   f"{t['test_size']} programs per domain")  # fmt: skip
+                   f"{t['test_size']} programs per domain")
     png, csv, md = out / f"{name}.png", out / f"{name}.csv", out / f"{name}.md"
     plot(df, png, train_domain, caption)
     write_text_atomic(csv, df.to_csv(index=False))
     wide = df.assign(value=[f"{m:.1f} +- {s:.1f}" if np.isfinite(m) else "n/a" for m, s in zip(df["mean"], df.two_sigma)])
     lines = ["# Figure 4: program evaluation", caption + ". The dotted line marks the training domain. "
-             f"![figure 4]({png.name})"]  # fmt: skip
+             f"![figure 4]({png.name})"]
     for (kind, metric), f in wide.groupby(["kind", "metric"], sort=False):
         table = f.pivot(index="model", columns="domain", values="value").reindex([m for m in MODELS if m in set(f.model)])
         table.index = [MODELS[m] for m in table.index]
         lines += [f"## {KINDS.get(kind, kind)}: {'MAE' if metric == 'mae' else 'exact match (%)'}",
-                  to_markdown(table.reset_index().rename(columns={"index": "model"}).rename(columns=str))]  # fmt: skip
+                  to_markdown(table.reset_index().rename(columns={"index": "model"}).rename(columns=str))]
     write_text_atomic(md, "\n\n".join(lines) + "\n")
     return [png, csv, md]

@@ -23,9 +23,9 @@ from suite.tables.common import load_cells, paper, require, save_figure, to_mark
 
 AGENTS = {"a3c": "A3C", "a3c_nac": "A3C + NAC", "a3c_nac:feedback": "A3C + NAC (fed back into the LSTM)",
           "a3c_nac:countdown": "A3C + NAC (countdown from the command)",
-          "a3c_nac:clock_only": "A3C + NAC (countdown; time only through the NAC)"}  # fmt: skip
+          "a3c_nac:clock_only": "A3C + NAC (countdown; time only through the NAC)"}
 COLOURS = {"a3c": "tab:blue", "a3c_nac": "tab:red", "a3c_nac:feedback": "tab:green",
-           "a3c_nac:countdown": "tab:purple", "a3c_nac:clock_only": "tab:orange"}  # fmt: skip
+           "a3c_nac:countdown": "tab:purple", "a3c_nac:clock_only": "tab:orange"}
 
 
 def agent_key(cell: dict) -> str:
@@ -44,7 +44,7 @@ def rows(cells: list[dict]) -> pd.DataFrame:
             lo, hi = c["train_commands"]
             out.append({"agent": agent_key(c), "command": cmd, "mean": v.mean(), "min": v.min(), "max": v.max(),
                         "early_pct": early.mean(), "in_training": lo <= cmd <= hi, "seeds": len(members),
-                        "diverged": sum(m["diverged"] for m in members), "frames": c["frames"]})  # fmt: skip
+                        "diverged": sum(m["diverged"] for m in members), "frames": c["frames"]})
     cols = ["agent", "command", "mean", "min", "max", "early_pct", "in_training", "seeds", "diverged", "frames"]
     return pd.DataFrame(out, columns=cols)
 
@@ -69,7 +69,7 @@ def plot(df: pd.DataFrame, path: Path, train: tuple[int, int], caption: str) -> 
         ax.plot(r.command, r.reward, ":", marker="x", color=COLOURS[agent], label=f"{label} (paper, read off its plot)")
     ax.axhline(0, color="0.6", lw=0.6)
     ax.set(xlabel="command (time step at which to stand on the target)", ylabel="average episode reward",
-           ylim=(-1.05, 1.05), title="Figure 5: grid-world time tracking")  # fmt: skip
+           ylim=(-1.05, 1.05), title="Figure 5: grid-world time tracking")
     ax.legend(fontsize=7, loc="lower left")
     fig.text(0.01, 0.005, caption, fontsize=7, wrap=True)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
@@ -86,7 +86,7 @@ def build(runs: Path | list[Path], out: Path, name: str = "figure5") -> list[Pat
     if len(set(agents)) != len(agents):
         dup = sorted({a for a in agents if agents.count(a) > 1})
         raise SystemExit(f"error: {', '.join(map(str, runs))} hold more than one cell for agent(s) {', '.join(dup)}; "
-                         f"point --runs at sweeps with one cell per agent and wiring")  # fmt: skip
+                         f"point --runs at sweeps with one cell per agent and wiring")
     df = rows(cells)
     caption, train = "no cells were run", (5, 12)
     if cells:
@@ -99,7 +99,7 @@ def build(runs: Path | list[Path], out: Path, name: str = "figure5") -> list[Pat
                    f"U{{{train[0]}..{train[1]}}}, {t['env']['size']}x{t['env']['size']} grid; frames per seed: "
                    f"{frames}. Mean over {len(c0['seeds'])} seeds, band from worst to best seed; "
                    f"{t['eval']['episodes']} {'greedy' if t['eval']['greedy'] else 'sampled'} episodes per "
-                   f"command.")  # fmt: skip
+                   f"command.")
     out.mkdir(parents=True, exist_ok=True)
     png, csv, md = out / f"{name}.png", out / f"{name}.csv", out / f"{name}.md"
     plot(df, png, train, caption)
@@ -107,7 +107,7 @@ def build(runs: Path | list[Path], out: Path, name: str = "figure5") -> list[Pat
     table = df.pivot(index="command", columns="agent", values="mean") if len(df) else pd.DataFrame()
     ref = paper_points()
     lines = ["# Figure 5: grid-world time tracking", caption + f" ![figure 5]({png.name})",
-             "## Average episode reward per command (ours; training commands marked *)"]  # fmt: skip
+             "## Average episode reward per command (ours; training commands marked *)"]
     if len(df):
         shown = pd.DataFrame({"command": [f"{c}*" if train[0] <= c <= train[1] else str(c) for c in table.index]})
         for agent, label in AGENTS.items():
@@ -119,7 +119,7 @@ def build(runs: Path | list[Path], out: Path, name: str = "figure5") -> list[Pat
     for _, r in ref.iterrows():
         ours = df[(df.agent == r.agent) & (df.command == round(r.command))]["mean"]
         near.append({"agent": AGENTS.get(r.agent, r.agent), "command": f"{r.command:g}", "paper": f"{r.reward:+.2f}",
-                     "ours": f"{ours.iloc[0]:+.2f} (at {round(r.command)})" if len(ours) else "n/a"})  # fmt: skip
+                     "ours": f"{ours.iloc[0]:+.2f} (at {round(r.command)})" if len(ours) else "n/a"})
     lines.append(to_markdown(pd.DataFrame(near)))
     write_text_atomic(md, "\n\n".join(lines) + "\n")
     return [png, csv, md]

@@ -11,7 +11,7 @@ import pandas as pd
 from nalu.scoring import wilson_interval
 from suite.tables.common import (
     choose_seed, fmt, load_cells, machines, paper, paper_float, quantiles, require, to_markdown, write_table,
-)  # fmt: skip
+)
 
 FUNCTIONS = ["a+b", "a-b", "a*b", "a/b", "a^2", "sqrt(a)"]
 RANGES = ["interpolation", "extrapolation"]
@@ -76,7 +76,7 @@ def cell_rows(cell: dict, checkpoint: str, reference: str, solved_below: float) 
             "seeds": len(members),
             "chosen_seed": members[chosen]["seed"] if chosen is not None else None,
             "chosen_step": members[chosen]["best_step"] if chosen is not None else None,
-        })  # fmt: skip
+        })
     return rows
 
 
@@ -97,16 +97,16 @@ def caption(cells: list[dict], checkpoint: str, reference: str, solved_below: fl
         t, o = c["config"]["task"], c["config"]["optimizer"]
         ref = t["reference"]["model"]
         ref_name = (f"{ref['activation_name']} MLPs" if "activation_name" in ref
-                    else f"{ref.get('cell', 'lstm').upper()}s")  # fmt: skip
+                    else f"{ref.get('cell', 'lstm').upper()}s")
         lo, hi = t["interpolation"]["low"], t["interpolation"]["high"]
         elo, ehi = t["extrapolation"]["low"], t["extrapolation"]["high"]
         if task.startswith("static"):
             data = (f"x in R^{t['input_size']}; train and interpolate on U[{lo:g}, {hi:g}], "
-                    f"extrapolate on U[{elo:g}, {ehi:g}]")  # fmt: skip
+                    f"extrapolate on U[{elo:g}, {ehi:g}]")
         else:
             data = (f"x_t in R^{t['input_size']}, x_t ~ U[{lo:g}, {hi:g}]; train and interpolate on "
                     f"length {t['length']}, extrapolate on length {t['extrapolation_length']} "
-                    f"(values U[{elo:g}, {ehi:g}])")  # fmt: skip
+                    f"(values U[{elo:g}, {ehi:g}])")
         lines.append(
             f"- **{task.split('_')[0]}**: {data}; {c['steps']:,} iterations of Adam (lr {o['lr']}, "
             f"batch {t['batch_size']}); {len(c['seeds'])} seeds per cell; test sets of "
@@ -116,9 +116,9 @@ def caption(cells: list[dict], checkpoint: str, reference: str, solved_below: fl
             "of the baseline shape."
         )
     sel = ("each seed's weights at its lowest interpolation-validation MSE (early stopping)"
-           if checkpoint == "best" else "each seed's final weights")  # fmt: skip
+           if checkpoint == "best" else "each seed's final weights")
     ref = ("a randomly initialised reference model" if reference == "random"
-           else "the same model at initialisation")  # fmt: skip
+           else "the same model at initialisation")
     return "\n".join([
         "Scaled error = 100 x MSE(model) / MSE(reference): 0 is perfect, 100 is as bad as "
         f"{ref}. Each cell shows **ours / paper**. Ours is {sel}, for the seed with the lowest "
@@ -132,18 +132,18 @@ def caption(cells: list[dict], checkpoint: str, reference: str, solved_below: fl
         "its 95% Wilson interval; n/a for cells run before the suite recorded it.",
         f"- {machines(cells)} Another machine rounds matrix products otherwise, which moves NALU seeds "
         "(README, \"How seeds are batched\"): read the median, spread and success counts, not one seed.",
-    ])  # fmt: skip
+    ])
 
 
 def build(static: Path, recurrent: Path, out: Path, checkpoint: str = "best",
-          reference: str = "random", solved_below: float = 0.05, name: str = "table1") -> list[Path]:  # fmt: skip
+          reference: str = "random", solved_below: float = 0.05, name: str = "table1") -> list[Path]:
     cells = [c for c in load_cells(static, recurrent)
-             if c["task"] in ("static_arithmetic", "recurrent_arithmetic")]  # fmt: skip
+             if c["task"] in ("static_arithmetic", "recurrent_arithmetic")]
     rows = [r for c in cells for r in cell_rows(c, checkpoint, reference, solved_below)]
     require(cells, "Table 1", [static, recurrent], "reproduce-table1")
     ours = pd.DataFrame(rows, columns=[
         "task", "range", "function", "model", "ours", "oracle", "median", "q25", "q75", "solved", "success",
-        "diverged", "seeds", "chosen_seed", "chosen_step"])  # fmt: skip
+        "diverged", "seeds", "chosen_seed", "chosen_step"])
     ref = paper("table1").assign(model=lambda d: d.model.replace({"relu": "rnn_relu"}))
     ref = ref.rename(columns={"score": "paper_printed"})
     df = ref.merge(ours, on=["task", "range", "function", "model"], how="left")
@@ -160,10 +160,10 @@ def build(static: Path, recurrent: Path, out: Path, checkpoint: str = "best",
             row = {"range": rng, "function": fn}
             for task, _, model, header in COLUMNS:
                 hit = df[(df.task == task) & (df.range == rng) & (df.function == fn)
-                         & (df.model == model)]  # fmt: skip
+                         & (df.model == model)]
                 r = hit.iloc[0]
                 row[f"{task} {header}"] = (f"{fmt(r.ours)} / {r.paper_printed}"
-                                           if not math.isnan(r.ours) else f"- / {r.paper_printed}")  # fmt: skip
+                                           if not math.isnan(r.ours) else f"- / {r.paper_printed}")
             table.append(row)
     missing = int(df.ours.isna().sum())
     ran = df.dropna(subset=["ours"])
@@ -175,14 +175,14 @@ def build(static: Path, recurrent: Path, out: Path, checkpoint: str = "best",
         diverged=[f"{d:.0f}/{n:.0f}" for d, n in zip(ran.diverged, ran.seeds)],
         chosen_seed=ran.chosen_seed.astype("Int64"), chosen_step=ran.chosen_step.astype("Int64"),
     )[["task", "range", "function", "model", "ours", "paper_printed", "verdict", "oracle", "median",
-       "spread", "solved", "success", "diverged", "chosen_seed", "chosen_step"]]  # fmt: skip
+       "spread", "solved", "success", "diverged", "chosen_seed", "chosen_step"]]
     agree = (df.verdict == "match").sum() + (df.verdict == "match (>999)").sum()
     budget = {c["task"].split("_")[0]: c["steps"] for c in cells}
     ext = df[df.range == "extrapolation"]
     still = ext[(ext.chosen_step == ext.task.map(budget)) & (ext.ours >= solved_below)]
     still_improving = (f" In {len(still)} of the {int(ext.ours.notna().sum())} cells run, the chosen "
                        "seed had not solved extrapolation and its best validation step was the last "
-                       "one: more iterations would likely change those cells.")  # fmt: skip
+                       "one: more iterations would likely change those cells.")
     md = "\n\n".join([
         "# Table 1: static and recurrent arithmetic (scaled error)",
         caption(cells, checkpoint, reference, solved_below),
@@ -197,7 +197,7 @@ def build(static: Path, recurrent: Path, out: Path, checkpoint: str = "best",
         "`oracle` is the lowest score of any seed on that very range, which a practitioner could "
         "not choose (it looks at the test set).",
         to_markdown(extended.rename(columns={"paper_printed": "paper"})),
-    ]) + "\n"  # fmt: skip
+    ]) + "\n"
     csv = df.drop(columns=["paper"]).rename(columns={"paper_printed": "paper"})
     return write_table(out, name, md, csv)
 
@@ -220,4 +220,4 @@ def selection_text(df: pd.DataFrame) -> str:
         "explains the difference" + (f": {', '.join(groups['oracle'])}" if groups["oracle"] else "") + ";",
         f"- no seed prints 0.0 in {len(groups['neither'])}, where selection cannot explain it"
         + (f": {', '.join(groups['neither'])}" if groups["neither"] else "") + ".",
-    ])  # fmt: skip
+    ])

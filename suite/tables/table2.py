@@ -10,11 +10,11 @@ import pandas as pd
 
 from suite.tables.common import (
     choose_seed, describe_encoder, fmt, load_cells, paper, quantiles, require, to_markdown, write_table,
-)  # fmt: skip
+)
 
 MODELS = ["lstm", "gru", "rnn_tanh", "rnn_relu", "nac", "nalu"]
 HEADERS = {"lstm": "LSTM", "gru": "GRU", "rnn_tanh": "RNN-tanh", "rnn_relu": "RNN-ReLU",
-           "nac": "NAC", "nalu": "NALU"}  # fmt: skip
+           "nac": "NAC", "nalu": "NALU"}
 LENGTHS = [1, 10, 100, 1000]
 
 
@@ -39,7 +39,7 @@ def cell_rows(cell: dict) -> list[dict]:
             "median": median, "q25": q25, "q75": q75,
             "diverged": int(diverged.sum()), "seeds": len(members),
             "chosen_seed": members[chosen]["seed"] if chosen is not None else None,
-        })  # fmt: skip
+        })
     return rows
 
 
@@ -49,7 +49,7 @@ def build(runs: Path, out: Path, name: str = "table2") -> list[Path]:
                     "MNIST counting or addition", runs, "reproduce-table2")
     ours = pd.DataFrame([r for c in cells for r in cell_rows(c)],
                         columns=["task", "model", "length", "metric", "ours", "median", "q25", "q75",
-                                 "diverged", "seeds", "chosen_seed"])  # fmt: skip
+                                 "diverged", "seeds", "chosen_seed"])
     ref = paper("table2").assign(length=lambda d: d.length.astype(int))
     df = ref.merge(ours, on=["task", "model", "length", "metric"], how="left")
     df = df.rename(columns={"value": "paper"})
@@ -74,7 +74,7 @@ def build(runs: Path, out: Path, name: str = "table2") -> list[Path]:
         supervised = ("on the target after every digit (the mean over all prefixes)"
                       if t.get("supervise", "last") == "every_step" else "on the output after the last digit only")
         val = (f"; each seed's step picked on validation series of length {t['validation_length']}"
-               if t.get("validation_length") else "")  # fmt: skip
+               if t.get("validation_length") else "")
         protocol = (
             f"Encoder: {describe_encoder(t['encoder'])}, trained end to end with the "
             f"recurrent core (hidden sizes {dict(t['hidden'])}{init}). Training: series of length "
@@ -100,5 +100,5 @@ def build(runs: Path, out: Path, name: str = "table2") -> list[Path]:
             chosen_seed=lambda d: d.chosen_seed.astype("Int64"),
         )[["task", "model", "length", "metric", "ours", "paper", "median", "spread", "diverged",
            "seeds", "chosen_seed"]]),
-    ]) + "\n"  # fmt: skip
+    ]) + "\n"
     return write_table(out, name, md, df)

@@ -42,7 +42,7 @@ def candidates(cells: list[dict]) -> pd.DataFrame:
                 "member": i, "diverged": m["diverged"], "best_step": m["best_step"],
                 "validation_mse": m["best"]["validation"] if not m["diverged"] else math.nan,
                 **{f"mae_{s}": m["best"][f"mae_{s}"] for s in SPLITS}, "cell": c,
-            })  # fmt: skip
+            })
     return pd.DataFrame(rows)
 
 
@@ -77,7 +77,7 @@ def table(df: pd.DataFrame, chosen: dict[str, pd.Series]) -> pd.DataFrame:
             "chosen_lr": r.lr if r is not None else None,
             "chosen_seed": r.seed if r is not None else None,
             "chosen_step": r.best_step if r is not None else None,
-        })  # fmt: skip
+        })
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -88,7 +88,7 @@ def figure(chosen: pd.Series | None, png: Path, md: Path, csv: Path) -> None:
     records = [
         {"number": n, "position": k + 1, "token": tok, "prediction": fig3["running"][chosen.member][j][k]}
         for j, n in enumerate(fig3["numbers"]) for k, tok in enumerate(fig3["tokens"][j])
-    ]  # fmt: skip
+    ]
     frame = pd.DataFrame(records, columns=["number", "position", "token", "prediction"])
     write_text_atomic(csv, frame.to_csv(index=False))
     shown = fig3["numbers"][:6]
@@ -104,7 +104,7 @@ def figure(chosen: pd.Series | None, png: Path, md: Path, csv: Path) -> None:
     if shown:
         axes.flat[0].legend(fontsize=7)
     where = (f"state size {chosen.lstm_size}, lr {chosen.lr}, seed {chosen.seed}, step {chosen.best_step}"
-             if chosen is not None else "no LSTM + NALU run")  # fmt: skip
+             if chosen is not None else "no LSTM + NALU run")
     fig.suptitle(f"LSTM + NALU, prediction after every token of unseen test numbers ({where})", fontsize=10)
     fig.tight_layout()
     save_figure(fig, png)
@@ -115,7 +115,7 @@ def figure(chosen: pd.Series | None, png: Path, md: Path, csv: Path) -> None:
             {"number": n, "tokens": " ".join(fig3["tokens"][j]),
              "prediction after each token": " -> ".join(f"{v:.1f}" for v in fig3["running"][chosen.member][j])}
             for j, n in enumerate(fig3["numbers"])
-        ], columns=["number", "tokens", "prediction after each token"])),  # fmt: skip
+        ], columns=["number", "tokens", "prediction after each token"])),
     ]
     write_text_atomic(md, "\n\n".join(lines) + "\n")
 
@@ -138,7 +138,7 @@ def build(runs: Path, out: Path, name: str = "table3") -> list[Path]:
          "chosen (size, lr, seed, step)": (f"{r.chosen_lstm_size:.0f}, {r.chosen_lr:g}, {r.chosen_seed:.0f}, "
                                            f"{r.chosen_step:.0f}") if pd.notna(r.chosen_seed) else "-"}
         for _, r in t.iterrows()
-    ])  # fmt: skip
+    ])
     protocol = "No cells were run."
     if cells:
         c0 = cells[0]
@@ -158,7 +158,7 @@ def build(runs: Path, out: Path, name: str = "table3") -> list[Path]:
         "# Table 3: number words to number (mean absolute error)",
         "Each cell shows **ours / paper**. " + protocol,
         to_markdown(shown),
-    ]) + "\n"  # fmt: skip
+    ]) + "\n"
     paths = write_table(out, name, md, t)
     fig = "figure3" + name.removeprefix("table3")
     png, fmd, fcsv = out / f"{fig}.png", out / f"{fig}.md", out / f"{fig}.csv"

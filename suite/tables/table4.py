@@ -10,12 +10,12 @@ import pandas as pd
 
 from suite.tables.common import (
     choose_seed, describe_encoder, fmt, load_cells, paper, quantiles, require, to_markdown, write_table,
-)  # fmt: skip
+)
 
 LABELS = {
     "wx_plus_b": "Wx + b", "sigmoid_w_x_plus_b": "sigmoid(W)x + b", "sigmoid_w_x": "sigmoid(W)x",
     "tanh_w_x_plus_b": "tanh(W)x + b", "tanh_w_x": "tanh(W)x", "nac_plus_b": "NAC + b", "nac": "NAC",
-}  # fmt: skip
+}
 
 TARGET_WORDS = {"odd_count": "the number of odd digits (odd exactly when the sum is)", "sum": "the digit sum"}
 
@@ -29,7 +29,7 @@ def cell_row(cell: dict) -> dict:
     q25, median, q75 = quantiles(acc)
     return {"layer": cell["final_layer"], "ours": float(acc[chosen]) if chosen is not None else math.nan,
             "median": median, "q25": q25, "q75": q75, "diverged": int(diverged.sum()),
-            "seeds": len(members)}  # fmt: skip
+            "seeds": len(members)}
 
 
 def build(runs: Path, out: Path, name: str = "table4") -> list[Path]:
@@ -41,7 +41,7 @@ def build(runs: Path, out: Path, name: str = "table4") -> list[Path]:
     if len(tasks) > 1:
         raise SystemExit(f"error: {runs} holds cells of {' and '.join(sorted(tasks))}; point --runs at one sweep")
     ours = pd.DataFrame([cell_row(c) for c in cells],
-                        columns=["layer", "ours", "median", "q25", "q75", "diverged", "seeds"])  # fmt: skip
+                        columns=["layer", "ours", "median", "q25", "q75", "diverged", "seeds"])
     ref = paper("table4").rename(columns={"test_accuracy_pct": "paper"})
     # Seguí et al.'s softmax head is the paper's "previous best" row
     ours = ours.assign(layer=ours.layer.replace({"segui": "previous_best_wx_plus_b"}))
@@ -61,7 +61,7 @@ def build(runs: Path, out: Path, name: str = "table4") -> list[Path]:
         diverged=[f"{d:.0f}/{n:.0f}" if not math.isnan(n) else "-" for d, n in zip(df.diverged, df.seeds)],
         error_cut=[f"{v:+.0f}%" if np.isfinite(v) else "-" for v in df.error_cut_vs_wx_plus_b_pct],
     )[["layer", "ours", "paper", "median", "spread", "error_cut", "diverged"]].rename(
-        columns={"error_cut": "median error cut vs Wx + b"})  # fmt: skip
+        columns={"error_cut": "median error cut vs Wx + b"})
     c0 = cells[0]
     t, o = c0["config"]["task"], c0["config"]["optimizer"]
     if counting:
@@ -99,5 +99,5 @@ def build(runs: Path, out: Path, name: str = "table4") -> list[Path]:
         "affine layer's median test error that a row removes (the paper's claim: the NAC removes 54% "
         "of the previous best's).",
         to_markdown(show),
-    ]) + "\n"  # fmt: skip
+    ]) + "\n"
     return write_table(out, name, md, df)

@@ -37,7 +37,7 @@ def rows(cells: list[dict]) -> pd.DataFrame:
             "at_plus20": float(np.nanmean(np.where(ok, at["mae_at_plus20"], np.nan))),
             "steps": c["steps"], "lr": c["config"]["optimizer"]["lr"],
             "curve_x": c["curve"]["x"], "curve_mean": c["curve"]["mean"],
-        })  # fmt: skip
+        })
     df = pd.DataFrame(out)
     if df.empty:
         return df
@@ -55,7 +55,7 @@ def plot(df: pd.DataFrame, path: Path, train: tuple[float, float]) -> None:
         ax.plot(r.curve_x, r.curve_mean, style, color=cmap(i % 20), lw=1.4, label=r.nonlinearity)
     ax.axvspan(*train, color="0.85", zorder=0, label="training range")
     ax.set(xlabel="input x", ylabel="mean absolute error", ylim=(0, 20),
-           title="Identity function: MAE against input (mean over seeds)")  # fmt: skip
+           title="Identity function: MAE against input (mean over seeds)")
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     save_figure(fig, path)
@@ -80,14 +80,14 @@ def build(runs: Path, out: Path) -> list[Path]:
         mean=df.mae_mean.map(lambda v: fmt(v, 1, 1e12)), median=df.mae_median.map(lambda v: fmt(v, 1, 1e12)),
         spread=[f"{fmt(a, 1, 1e12)}-{fmt(b, 1, 1e12)}" for a, b in zip(df.mae_q25, df.mae_q75)],
         non_finite=[f"{n}/{s}" for n, s in zip(df.non_finite, df.seeds)],
-    )[["nonlinearity", "mean", "median", "spread", "non_finite"]]  # fmt: skip
+    )[["nonlinearity", "mean", "median", "spread", "non_finite"]]
     ref = paper("figure1").assign(nonlinearity=lambda d: d.nonlinearity.str.lower())
     f1 = df[["nonlinearity", "at_minus20", "at_plus20"]].merge(ref, on="nonlinearity", how="left")
     f1_md = f1.assign(
         at_minus20=f1.at_minus20.map(lambda v: fmt(v, 2)), at_plus20=f1.at_plus20.map(lambda v: fmt(v, 2)),
     ).fillna("-").rename(columns={
         "at_minus20": "ours x=-20", "mae_at_minus20": "paper x=-20",
-        "at_plus20": "ours x=+20", "mae_at_plus20": "paper x=+20"})  # fmt: skip
+        "at_plus20": "ours x=+20", "mae_at_plus20": "paper x=+20"})
     f1_md = f1_md[["nonlinearity", "ours x=-20", "paper x=-20", "ours x=+20", "paper x=+20"]]
     lo, hi = t["table5"]["low"], t["table5"]["high"]
     md = "\n\n".join([
@@ -98,13 +98,13 @@ def build(runs: Path, out: Path) -> list[Path]:
         "## Figure 1 values: MAE at x = -20 and x = +20 (mean over seeds)",
         "The paper's values are read off its Figure 1 (+-0.3). Plot: `results/figure1.png`.",
         to_markdown(f1_md),
-    ]) + "\n"  # fmt: skip
+    ]) + "\n"
     csv = df.drop(columns=["curve_x", "curve_mean"])
     paths = write_table(out, "table5", md, csv)
     f1_csv = f1.rename(columns={"mae_at_minus20": "paper_at_minus20", "mae_at_plus20": "paper_at_plus20"})
     write_text_atomic(out / "figure1.csv", f1_csv.to_csv(index=False))
     write_text_atomic(out / "figure1.md", "\n\n".join([
         "# Figure 1: identity function, MAE at the edges of [-20, 20]", protocol,
-        to_markdown(f1_md)]) + "\n")  # fmt: skip
+        to_markdown(f1_md)]) + "\n")
     plot(df, out / "figure1.png", train)
     return [*paths, out / "figure1.csv", out / "figure1.md", out / "figure1.png"]

@@ -33,7 +33,7 @@ from suite.tables.common import load_cells, machines, paper, paper_float, requir
 
 FUNCTIONS = ["a+b", "a-b", "a*b", "a/b", "a^2", "sqrt(a)"]
 UNITS = {"nac": "NAC", "nalu": "NALU", "nau": "NAU", "nmu": "NAU + NMU", "inalu": "iNALU", "npu": "NAU + NPU",
-         "realnpu": "NAU + RealNPU", "relu6": "ReLU6 MLP", "none": "linear"}  # fmt: skip
+         "realnpu": "NAU + RealNPU", "relu6": "ReLU6 MLP", "none": "linear"}
 
 
 def first_solved_steps(run_dir: Path, thresholds: dict[int, float]) -> dict[int, int]:
@@ -67,9 +67,9 @@ def rows(cells: list[dict]) -> pd.DataFrame:
                     "solved_at_median": float(np.median(list(at.values()))) if at else math.nan,
                     "sparsity_mean": float(np.mean(sparsity)) if sparsity else math.nan,
                     "diverged": sum(m["diverged"] for m in members), "steps": c["steps"],
-                    "epsilon": c["config"]["task"]["success"]["epsilon"]})  # fmt: skip
+                    "epsilon": c["config"]["task"]["success"]["epsilon"]})
     return pd.DataFrame(out, columns=["function", "model", "solved", "solved_published", "seeds", "rate", "rate_lo", "rate_hi",
-                                      "solved_at_median", "sparsity_mean", "diverged", "steps", "epsilon"])  # fmt: skip
+                                      "solved_at_median", "sparsity_mean", "diverged", "steps", "epsilon"])
 
 
 def paper_number(value, spec: str = ".2g") -> str:
@@ -98,10 +98,10 @@ def plot(df: pd.DataFrame, path: Path, caption: str) -> None:
         ax.bar(x, rate, width, color=cmap(j), label=UNITS[model], yerr=err, capsize=2, error_kw={"lw": 0.8})
         paper_rate = 100 * pd.to_numeric(f.paper, errors="coerce").to_numpy(dtype=float)
         ax.scatter(x, paper_rate, marker="_", s=120, color="black", zorder=3,
-                   label="Madsen & Johansen (2020)" if j == 0 else None)  # fmt: skip
+                   label="Madsen & Johansen (2020)" if j == 0 else None)
     ax.set_xticks(np.arange(len(FUNCTIONS)), FUNCTIONS)
     ax.set(ylabel="success rate (%), 95% Wilson interval", ylim=(0, 105),
-           title="Static arithmetic: seeds solved under the criterion of Madsen & Johansen (2020)")  # fmt: skip
+           title="Static arithmetic: seeds solved under the criterion of Madsen & Johansen (2020)")
     ax.legend(fontsize=7, ncol=5, loc="upper right")
     fig.text(0.01, 0.01, caption, fontsize=7, wrap=True)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
@@ -110,7 +110,7 @@ def plot(df: pd.DataFrame, path: Path, caption: str) -> None:
 
 def ordered(df: pd.DataFrame) -> pd.DataFrame:
     df = df.assign(function=pd.Categorical(df.function, FUNCTIONS, ordered=True),
-                   order=df.model.map({m: i for i, m in enumerate(UNITS)}))  # fmt: skip
+                   order=df.model.map({m: i for i, m in enumerate(UNITS)}))
     return df.sort_values(["function", "order", "steps"]).drop(columns="order")
 
 
@@ -129,7 +129,7 @@ def shown(df: pd.DataFrame) -> pd.DataFrame:
         "sparsity error (mean, solved)": [f"{s:.2g}" if math.isfinite(s) else "-" for s in df.sparsity_mean],
         "paper sparsity error": [paper_number(p) for p in df.paper_sparsity],
         "diverged": [f"{d}/{n}" for d, n in zip(df.diverged, df.seeds)],
-    })  # fmt: skip
+    })
 
 
 def static_cells(*runs: Path) -> list[dict]:
@@ -151,17 +151,17 @@ def build(runs: Path | list[Path], out: Path, long: Path | None = None, name: st
                f"extrapolate on U[{t['extrapolation']['low']:g}, {t['extrapolation']['high']:g}]; "
                f"{c['steps']:,} Adam steps (lr {c['config']['optimizer']['lr']}, batch {t['batch_size']}), "
                f"{len(c['seeds'])} seeds per cell, epsilon {t['success']['epsilon']:g}. "
-               f"Madsen & Johansen ran 5e6 steps and 100 seeds. {machines(cells + long_cells)}")  # fmt: skip
+               f"Madsen & Johansen ran 5e6 steps and 100 seeds. {machines(cells + long_cells)}")
     out.mkdir(parents=True, exist_ok=True)
     png, csv, md = out / f"{name}.png", out / f"{name}.csv", out / f"{name}.md"
     plot(df, png, caption)
     write_text_atomic(csv, pd.concat([df, df_long]).to_csv(index=False))
     text = ["# Arithmetic units under one protocol: success rates", caption + f" ![units]({name}.png)",
-            __doc__.split("\n\n", 1)[1].replace("\n", " ").replace("``", "`").strip(), to_markdown(shown(df))]  # fmt: skip
+            __doc__.split("\n\n", 1)[1].replace("\n", " ").replace("``", "`").strip(), to_markdown(shown(df))]
     if len(df_long):
         text += ["## Longer budgets",
                  "The same protocol with more steps, for cells whose median solved-at step in Madsen & Johansen "
                  "lies beyond the budget above (`configs/experiment/units_long.yaml`; still below their 5e6).",
-                 to_markdown(shown(df_long))]  # fmt: skip
+                 to_markdown(shown(df_long))]
     write_text_atomic(md, "\n\n".join(text) + "\n")
     return [png, csv, md]

@@ -66,7 +66,7 @@ def judge(a: pd.Series, b: pd.Series) -> list[tuple[str, str, str]]:
         if median in a and lo in a and hi in a:
             va, vb = (tuple(_f(r[k]) for k in (median, lo, hi)) for r in (a, b))
             if not any(math.isnan(v) for v in va + vb) and not (_within(va[0], vb[1], vb[2])
-                                                                   or _within(vb[0], va[1], va[2])):  # fmt: skip
+                                                                   or _within(vb[0], va[1], va[2])):
                 out.append((median, f"{va[0]:.4g} [{va[1]:.4g}, {va[2]:.4g}]", f"{vb[0]:.4g} [{vb[1]:.4g}, {vb[2]:.4g}]"))
     if "solved" in a and "seeds" in a:
         (sa, na), (sb, nb) = ((_f(r["solved"]), _f(r["seeds"])) for r in (a, b))
@@ -99,7 +99,7 @@ def compare(ours: Path, committed: Path) -> tuple[int, list[Moved]]:
         mine = row[[c for c in a.columns if c not in keys]]
         comparable = judge(mine, theirs)
         stats = [c for c in ("median", "mae_median", "solved", "mean") if c in mine and not math.isnan(_f(mine[c]))
-                 and not math.isnan(_f(theirs.get(c)))]  # fmt: skip
+                 and not math.isnan(_f(theirs.get(c)))]
         judged += bool(stats)
         moved += [Moved(" ".join(str(row[k]) for k in keys), *m) for m in comparable]
     return judged, moved

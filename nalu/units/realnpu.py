@@ -26,8 +26,8 @@ import math
 import torch
 from torch import Tensor, nn
 
-from nalu.ensemble import glorot_uniform_, member_matmul
-from nalu.nau import sparsity_error
+from nalu.ensemble import glorot_uniform_, init_members, member_matmul, plain_input
+from nalu.units.sparsity import sparsity_error
 
 
 def l1_weight(step: int, start: float, end: float, every: int) -> float:
@@ -46,14 +46,15 @@ class RealNPU(nn.Module):
 
     complex_weights = False
 
-    def __init__(self, in_features: int, out_features: int, members: int, eps: float = 1e-7,
-                 l1_start: float = 1e-5, l1_end: float = 1e-4, l1_every: int = 10000):  # fmt: skip
+    def __init__(self, in_features: int, out_features: int, members: int = 1, eps: float = 1e-7,
+                 l1_start: float = 1e-5, l1_end: float = 1e-4, l1_every: int = 10000):
         super().__init__()
         self.in_features, self.out_features, self.eps = in_features, out_features, eps
         self.l1_start, self.l1_end, self.l1_every = l1_start, l1_end, l1_every
         self.W_re = nn.Parameter(torch.empty(members, out_features, in_features))
         self.W_im = nn.Parameter(torch.empty(members, out_features, in_features)) if self.complex_weights else None
         self.g = nn.Parameter(torch.empty(members, 1, in_features))
+        init_members(self, range(members))  # usable alone, member i from seed i; models re-draw from their seeds
 
     def init_member(self, i: int, g: torch.Generator) -> None:
         glorot_uniform_(self.W_re.data[i], self.in_features, self.out_features, g)
@@ -67,6 +68,7 @@ class RealNPU(nn.Module):
         r = g * (x.abs() + self.eps) + (1 - g)
         return torch.log(r), g * math.pi * (x < 0).to(x.dtype)
 
+    @plain_input
     def forward(self, x: Tensor) -> Tensor:
         log_r, k = self.polar(x)
         if self.W_im is None:
@@ -86,9 +88,3 @@ class RealNPU(nn.Module):
         if beta == 0:
             return self.g.new_zeros(self.g.shape[0])
         return beta * sum(p.abs().flatten(1).sum(1) for p in self.parameters())
-
-
-class NPU(RealNPU):
-    """The neural power unit with complex weights ``W_re + i W_im``."""
-
-    complex_weights = True

@@ -24,11 +24,11 @@ def model_factory(model_cfg: DictConfig) -> Callable[..., nn.Module]:
 def build_model(
     factory: Callable[..., nn.Module], in_features: int, out_features: int, members: int,
     recurrent: bool = False,
-) -> nn.Module:  # fmt: skip
+) -> nn.Module:
     """Call a model config's partial with the sizes the task supplies."""
     try:
         return factory(in_features=in_features, out_features=out_features, members=members,
-                       recurrent=recurrent)  # fmt: skip
+                       recurrent=recurrent)
     except TypeError as e:
         raise ConfigError(f"model config does not fit this task: {e}") from None
 
@@ -51,7 +51,7 @@ def summarise(result: FitResult, seeds: list[int]) -> list[dict]:
             "init": at(result.init, i),
             "final": at(result.final, i),
             "best": at(result.best, i),
-        })  # fmt: skip
+        })
     return out
 
 
@@ -65,7 +65,7 @@ def train_cell(
     cfg: DictConfig, problem: Problem, in_features: int, out_features: int, recurrent: bool,
     log, select: str | None, factory: Callable[..., nn.Module] | None = None,
     seeds: list[int] | None = None,
-) -> tuple[dict, FitResult]:  # fmt: skip
+) -> tuple[dict, FitResult]:
     """Build ``cfg.model`` (or ``factory``, a task's own composite) for every seed in ``seeds``
     (default ``cfg.seeds``; a fused group passes every member's), train it on ``problem`` on
     ``cfg.device``, and summarise each seed. ``log.checkpoint``, where the runner set one, is
@@ -82,7 +82,7 @@ def train_cell(
         model, problem, optimizer, steps=cfg.task.steps, eval_every=eval_schedule(cfg.task),
         select=select, log=log.metrics, progress=cfg.progress, desc=log.name,
         checkpoint=getattr(log, "checkpoint", None), train_step=cfg.get("train_step", "autograd"),
-    )  # fmt: skip
+    )
     summary = {
         "steps": result.steps,
         "train_wall_s": round(result.wall_s, 2),

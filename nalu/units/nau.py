@@ -31,7 +31,8 @@ import math
 import torch
 from torch import Tensor, nn
 
-from nalu.ensemble import member_matmul
+from nalu.ensemble import init_members, member_matmul, plain_input
+from nalu.units.sparsity import sparsity, sparsity_error
 
 
 def ramp(step: int, start: int, end: int) -> float:
@@ -39,18 +40,6 @@ def ramp(step: int, start: int, end: int) -> float:
     if end <= start:
         return float(step >= start)
     return min(max((step - start) / (end - start), 0.0), 1.0)
-
-
-def sparsity(W: Tensor) -> Tensor:
-    """``min(|W|, |1 - |W||)`` per weight: 0 exactly at -1, 0 and 1."""
-    a = W.abs()
-    return torch.minimum(a, (1 - a).abs())
-
-
-def sparsity_error(W: Tensor) -> Tensor:
-    """``[M]``: the largest ``sparsity`` of a member's weights ``W [M, ...]`` (Madsen & Johansen,
-    Section 4.1)."""
-    return sparsity(W.detach()).flatten(1).amax(1)
 
 
 class NAU(nn.Module):
@@ -61,12 +50,13 @@ class NAU(nn.Module):
 
     low, high = -1.0, 1.0
 
-    def __init__(self, in_features: int, out_features: int, members: int, sparsity_weight: float = 0.01,
-                 sparsity_start: int = 5000, sparsity_end: int = 50000):  # fmt: skip
+    def __init__(self, in_features: int, out_features: int, members: int = 1, sparsity_weight: float = 0.01,
+                 sparsity_start: int = 5000, sparsity_end: int = 50000):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
         self.sparsity_weight, self.sparsity_start, self.sparsity_end = sparsity_weight, sparsity_start, sparsity_end
         self.W = nn.Parameter(torch.empty(members, out_features, in_features))
+        init_members(self, range(members))  # usable alone, member i from seed i; models re-draw from their seeds
 
     def init_member(self, i: int, g: torch.Generator) -> None:
         r = min(0.5, math.sqrt(3.0) * math.sqrt(2.0 / (self.in_features + self.out_features)))
@@ -79,6 +69,7 @@ class NAU(nn.Module):
         weight at 0, whose gradient the NMU is built to keep (Madsen & Johansen 2020, Section 2.4)."""
         return self.W + (self.W.clamp(self.low, self.high) - self.W).detach()
 
+    @plain_input
     def forward(self, x: Tensor) -> Tensor:
         return member_matmul(x, self.clamped())
 
@@ -105,22 +96,3 @@ class NAU(nn.Module):
     def sparsity_error(self) -> Tensor:
         """``[M]``: the largest distance of a weight from {-1, 0, 1}."""
         return sparsity_error(self.W.clamp(self.low, self.high))
-
-
-class NMU(NAU):
-    """Neural multiplication unit: ``z_j = prod_i (W_ji x_i + 1 - W_ji)`` with ``W`` in [0, 1]."""
-
-    low, high = 0.0, 1.0
-
-    def __init__(self, in_features: int, out_features: int, members: int, sparsity_weight: float = 10.0,
-                 sparsity_start: int = 1_000_000, sparsity_end: int = 2_000_000):  # fmt: skip
-        super().__init__(in_features, out_features, members, sparsity_weight, sparsity_start, sparsity_end)
-
-    def init_member(self, i: int, g: torch.Generator) -> None:
-        self.W.data[i].uniform_(0.25, 0.75, generator=g)
-
-    takes_parts = False  # a product over inputs: given whole
-
-    def forward(self, x: Tensor) -> Tensor:
-        W = self.clamped().unsqueeze(1)  # [M, 1, out, in]
-        return (x.unsqueeze(2) * W + 1 - W).prod(-1)  # [M, B, out]

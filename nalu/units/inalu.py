@@ -28,14 +28,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from nalu.ensemble import member_matmul
-from nalu.nau import sparsity_error
+from nalu.ensemble import init_members, member_matmul, plain_input
+from nalu.units.sparsity import sparsity_error
 
 
 class INALU(nn.Module):
-    def __init__(self, in_features: int, out_features: int, members: int, eps: float = 1e-7, omega: float = 20.0,
+    def __init__(self, in_features: int, out_features: int, members: int = 1, eps: float = 1e-7, omega: float = 20.0,
                  reg_t: float = 20.0, reg_start: int = 0, reg_below: float = 1.0, reinit: bool = False,
-                 reinit_every: int = 1000, reinit_window: int = 10000, reinit_above: float = 1.0):  # fmt: skip
+                 reinit_every: int = 1000, reinit_window: int = 10000, reinit_above: float = 1.0):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
         self.eps, self.omega, self.reg_t, self.reg_start, self.reg_below = eps, omega, reg_t, reg_start, reg_below
@@ -44,12 +44,13 @@ class INALU(nn.Module):
         self.W_hat_m, self.M_hat_m = nn.Parameter(torch.empty(shape)), nn.Parameter(torch.empty(shape))
         self.G = nn.Parameter(torch.empty(members, 1, out_features))
         self.reinit, self.reinit_every, self.reinit_window, self.reinit_above = (
-            reinit, reinit_every, reinit_window, reinit_above)  # fmt: skip
+            reinit, reinit_every, reinit_window, reinit_above)
         # each member's last ``reinit_window`` training losses (a ring) and how many it holds
         # (buffers, so that they follow the model to its device; not saved with its weights)
         self.register_buffer("_losses", torch.zeros(reinit_window if reinit else 0, members), persistent=False)
         self.register_buffer("_count", torch.zeros(members, dtype=torch.long), persistent=False)
         self._reinit_gens = [torch.Generator() for _ in range(members)]
+        init_members(self, range(members))  # usable alone, member i from seed i; models re-draw from their seeds
 
     def init_member(self, i: int, g: torch.Generator) -> None:
         for p in (self.W_hat_a, self.W_hat_m):
@@ -63,6 +64,7 @@ class INALU(nn.Module):
     def weight(W_hat: Tensor, M_hat: Tensor) -> Tensor:
         return torch.tanh(W_hat) * torch.sigmoid(M_hat)
 
+    @plain_input
     def forward(self, x: Tensor) -> Tensor:
         W_a, W_m = self.weight(self.W_hat_a, self.M_hat_a), self.weight(self.W_hat_m, self.M_hat_m)
         a = member_matmul(x, W_a)
