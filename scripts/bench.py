@@ -23,13 +23,13 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
 from nalu import device as devices
-from tasks.cell import build_model, model_factory
 from nalu.ensemble import init_members
-from suite.run import CONFIG_DIR
 from nalu.train import fit
+from suite.run import CONFIG_DIR
 from tasks.arithmetic import OPS, ArithmeticProblem
+from tasks.cell import build_model, model_factory
 from tasks.identity import IdentityProblem
-from tasks.mnist_data import raw_dir
+from tasks.mnist.data import raw_dir
 
 
 class Case:
@@ -133,7 +133,7 @@ def projection(task: str, models: tuple[str, ...], steps: int, repeats: int, dev
 
 def mnist_images_per_second(members: int, steps: int, device: torch.device) -> float | None:
     """Training throughput of encoder + recurrent NAC core on MNIST counting series."""
-    from tasks import mnist_series
+    from tasks.mnist import series as mnist_series
 
     if not raw_dir(Path("data")).exists():
         return None
@@ -156,11 +156,12 @@ def mnist_images_per_second(members: int, steps: int, device: torch.device) -> f
 def a3c_frames_per_second(members: int, frames: int) -> float:
     """Training throughput of the grid-world A3C + NAC agent with the task's default workers,
     start-up of the worker processes included."""
-    from tasks import a3c, gridworld_time
+    from tasks.gridworld import workers
+    from tasks.gridworld import time_tracking as gridworld_time
 
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
         cfg = compose("config", ["task=gridworld_time", "task.agent=a3c_nac", f"task.frames={frames}"])
-    _, summary = a3c.train(gridworld_time.a3c_settings(cfg), list(range(members)), progress=False)
+    _, summary = workers.train(gridworld_time.a3c_settings(cfg), list(range(members)), progress=False)
     return summary["frames_per_s"]
 
 

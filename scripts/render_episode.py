@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from PIL import Image, ImageDraw
 
-from tasks.grid_env import ACTIONS, GridWorldTime
+from tasks.gridworld.env import ACTIONS, GridWorldTime
 
 
 def episode_frames(env: GridWorldTime, policy, seed: int, command: int) -> tuple[list[np.ndarray], list[str]]:
@@ -36,7 +36,7 @@ def episode_frames(env: GridWorldTime, policy, seed: int, command: int) -> tuple
 
 
 def agent_policy(run_dir: Path, seed: int):
-    from tasks.gridworld_time import load_agent
+    from tasks.gridworld.time_tracking import load_agent
 
     agent, settings, seeds = load_agent(run_dir)
     if seed not in seeds:

@@ -2,13 +2,15 @@
 
 One Hydra job trains one *cell* (a task, a model, and every other config value) for all of its
 seeds at once, and writes ``<run dir>/metrics.json`` atomically. It knows nothing task-specific:
-``tasks.<task.name>.run(cfg, log)`` does the work and returns a JSON-able dict.
+the ``tasks.Task`` its task config names (``task.entry``) does the work and returns a JSON-able
+dict.
 
 A sweep (``-m``) writes each cell to ``multirun/<name>/<overrides>/``; rerunning the same sweep
 skips every cell whose ``metrics.json`` is complete and was made by the same config and the same
 code (``suite.provenance``), and redoes cells that are missing, half-written or out of date.
 ``dry_run=true`` only reports, per cell, whether it is up to date (one ``status:`` line each).
-A task may define ``check(cfg)``: refusals the runner asks before the cell's files are touched.
+A task's ``check(cfg)``, where it has one, refuses what it can from the config alone, before any
+cell of the sweep runs or its files are touched.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from suite.io import read_json, write_json_atomic
 from suite.loggers import RunLogger
 from suite.machine import environment
 from suite.provenance import changed, imported, snapshot
+from tasks import Task
 from nalu.train import Checkpoint
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
@@ -48,6 +51,8 @@ def config_hash(cfg: DictConfig) -> str:
     data = OmegaConf.to_container(cfg, resolve=True)
     for key in NOT_HASHED:
         data.pop(key, None)
+    if isinstance(data.get("task"), dict):
+        data["task"].pop("entry", None)  # names the code that runs it, which is digested on its own
     return hashlib.sha256(OmegaConf.to_yaml(OmegaConf.create(data)).encode()).hexdigest()[:16]
 
 
@@ -228,8 +233,17 @@ def prepare(cfg: DictConfig, out_dir: Path, overrides: str = "") -> Cell | None:
     return Cell(cfg, out_dir, digest, name)
 
 
-def task_module(cfg: DictConfig):
-    return importlib.import_module(f"tasks.{cfg.task.name}")
+def task_of(cfg: DictConfig) -> Task:
+    """The ``tasks.Task`` that the task's config names (``task.entry``, ``module:attribute``)."""
+    entry = cfg.task.get("entry")
+    module, _, attribute = str(entry).partition(":")
+    try:
+        task = getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError, ValueError):
+        task = None
+    if not isinstance(task, Task):
+        raise ConfigError(f"task {cfg.task.name}: entry '{entry}' names no tasks.Task (module:attribute)")
+    return task
 
 
 def validate(cfgs: list[DictConfig]) -> None:
@@ -241,8 +255,8 @@ def validate(cfgs: list[DictConfig]) -> None:
         try:
             cfg = cfg.copy()
             check_config(cfg)
-            task = task_module(cfg)
-            if hasattr(task, "check"):
+            task = task_of(cfg)
+            if task.check:
                 task.check(cfg)
         except ConfigError as e:
             refused.append(f"{cell_name(cfg)}: {e}")
@@ -252,14 +266,14 @@ def validate(cfgs: list[DictConfig]) -> None:
 
 def group_key(cfg: DictConfig) -> str:
     """Cells with the same key may train as one batched model (``hydra/launcher=fused``): the
-    same config but for the values their task's ``run_group`` lets differ (its ``FUSES``: e.g.
+    same config but for the values their task's ``run_group`` lets differ (its ``fuses``: e.g.
     the op and the seeds of an arithmetic cell). A task without ``run_group`` never fuses."""
-    task = task_module(cfg)
+    task = task_of(cfg)
     data = OmegaConf.to_container(cfg, resolve=True)
     data.pop("hydra", None)
-    if not hasattr(task, "run_group"):
+    if not task.run_group:
         return "alone:" + config_hash(OmegaConf.create(data))
-    for key in task.FUSES:
+    for key in task.fuses:
         *path, last = key.split(".")
         node = data
         for part in path:
@@ -302,11 +316,11 @@ def run_cells(jobs: list[CellJob]) -> list[dict | None]:
     torch.manual_seed(0)  # nothing should draw from the global generator; pin it anyway
     if devices.resolve(cfg.device).type == "cuda":
         full_float32()
-    task = task_module(cfg)
+    task = task_of(cfg)
     for c in todo:
-        if hasattr(task, "check"):
+        if task.check:
             task.check(c.cfg)  # refusals known before any work, before the logger touches the cell's files
-    if len(todo) > 1 and not hasattr(task, "run_group"):
+    if len(todo) > 1 and not task.run_group:
         raise ConfigError(f"task {cfg.task.name} trains one cell at a time; {len(todo)} were given together")
     for c in todo:
         settle_config(c.out_dir, runs=True)

@@ -19,19 +19,21 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig
 from torch import Tensor, nn
 
-from tasks.cell import build_model, train_cell
 from nalu.device import move
 from nalu.ensemble import in_chunks, init_members
 from nalu.errors import ConfigError, check_choice
 from nalu.seeding import generator, training_streams
 from nalu.train import Metrics
 from nalu.units import sparsity_error
+from tasks import Task
+from tasks.cell import build_model, train_cell
 
 # op name -> (the paper's row label, function of a and b)
 OPS: dict[str, tuple[str, Callable[[Tensor, Tensor], Tensor]]] = {
@@ -291,3 +293,9 @@ def run_group(cfgs: Sequence[DictConfig], log, recurrent: bool) -> list[dict]:
         out.append({**result, "members": members[start : start + len(c.seeds)], "op": op, "label": OPS[op][0]})
         start += len(c.seeds)
     return out
+
+
+STATIC = Task(run=partial(run, recurrent=False), check=check, run_group=partial(run_group, recurrent=False),
+              fuses=FUSES)  # Table 1, left: op(a, b) of two subset sums of one vector x in R^100
+RECURRENT = Task(run=partial(run, recurrent=True), check=check, run_group=partial(run_group, recurrent=True),
+                 fuses=FUSES)  # Table 1, right: the same over a sequence, the sums accumulated over time

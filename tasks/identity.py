@@ -13,11 +13,12 @@ import torch
 from omegaconf import DictConfig
 from torch import Tensor, nn
 
-from tasks.cell import train_cell
 from nalu.device import move
 from nalu.errors import ConfigError
 from nalu.seeding import training_streams
 from nalu.train import Metrics
+from tasks import Task
+from tasks.cell import train_cell
 
 
 def grid(spec: DictConfig) -> Tensor:
@@ -82,3 +83,6 @@ def run(cfg: DictConfig, log) -> dict:
             "finite_members": int(finite.sum()),
         },
     }
+
+
+TASK = Task(run=run)

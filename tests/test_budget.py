@@ -10,8 +10,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from nalu.errors import ConfigError
-from suite.run import run_job
 from nalu.train import EvalSchedule
+from suite.run import run_job
 from tasks.arithmetic import ArithmeticProblem
 
 from .conftest import ROOT, TINY_ARITHMETIC, cli, compose

@@ -11,10 +11,10 @@ import time
 import pytest
 import torch
 
-from tasks.cell import build_model, model_factory
 from nalu.ensemble import init_members
 from nalu.train import Checkpoint, fit
 from tasks.arithmetic import ArithmeticProblem
+from tasks.cell import build_model, model_factory
 
 from .conftest import ROOT, TINY_ARITHMETIC, compose
 
@@ -124,7 +124,7 @@ def test_checkpoint_of_other_code_is_ignored_but_unrelated_edits_are_not(tmp_pat
         run(model, dies_at(problem, 50), opt, checkpoint=ckpt)
     state, why = ckpt.read()
     assert why is None and state["step"] == ckpt.step() == 49 and state["code"] == {"nalu/train.py": "d1"}
-    edited.append("tasks/programs.py")  # a module the run never imported
+    edited.append("tasks/programs/generate.py")  # a module the run never imported
     assert ckpt.step() == 49
     edited.append("nalu/train.py")
     assert ckpt.read() == (None, "its code changed (nalu/train.py)") and ckpt.step() == 0

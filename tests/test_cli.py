@@ -93,7 +93,7 @@ def test_cells_record_their_code_and_are_redone_when_it_changes(workdir):
     cli(args, workdir)
     nac, none = sorted((workdir / "multirun" / "code").glob("*/metrics.json"))
     recorded = json.loads(nac.read_text())["code"]
-    assert {"nalu/train.py", "nalu/units/nac.py", "tasks/static_arithmetic.py", "tasks/arithmetic.py"} <= set(recorded)
+    assert {"nalu/train.py", "nalu/units/nac.py", "tasks/arithmetic.py", "tasks/cell.py"} <= set(recorded)
     assert not any(path.startswith(("suite/tables/", "suite/run.py")) for path in recorded)  # builders, plumbing
 
     def cell_files() -> dict:  # every file of both cells (the sweep's multirun.yaml is rewritten by any sweep)

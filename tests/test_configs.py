@@ -8,10 +8,10 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from tasks.cell import build_model, model_factory
-from nalu.errors import ConfigError
 from nalu.ensemble import init_members
+from nalu.errors import ConfigError
 from suite.run import CONFIG_DIR, config_hash
+from tasks.cell import build_model, model_factory
 
 from .conftest import compose
 

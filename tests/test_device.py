@@ -38,10 +38,10 @@ def test_move_reaches_nested_tensors_and_leaves_the_rest():
     + [("recurrent_arithmetic", m) for m in ("nalu", "lstm", "gru", "ugrnn", "rnn_tanh")],
 )
 def test_arithmetic_runs_on_the_model_device(task, model, monkeypatch):
-    from tasks import recurrent_arithmetic, static_arithmetic
+    from tasks import arithmetic
 
-    module = static_arithmetic if task == "static_arithmetic" else recurrent_arithmetic
-    on_meta(module.run, compose([f"task={task}", f"model={model}", *TINY_ARITHMETIC]), monkeypatch)
+    entry = arithmetic.STATIC if task == "static_arithmetic" else arithmetic.RECURRENT
+    on_meta(entry.run, compose([f"task={task}", f"model={model}", *TINY_ARITHMETIC]), monkeypatch)
 
 
 def test_identity_runs_on_the_model_device(monkeypatch):
@@ -52,14 +52,14 @@ def test_identity_runs_on_the_model_device(monkeypatch):
 
 @pytest.mark.parametrize("model", ["lstm_sum", "lstm_nalu"])
 def test_translation_runs_on_the_model_device(model, monkeypatch):
-    from tasks import translation
+    from tasks.language import translation
 
     on_meta(translation.run, compose(["task=translation", f"model={model}", *TINY]), monkeypatch)
 
 
 @pytest.mark.parametrize("model", ["ugrnn_nalu", "dnc_nalu", "nalu"])
 def test_program_evaluation_runs_on_the_model_device(model, monkeypatch):
-    from tasks import program_eval
+    from tasks.programs import evaluation as program_eval
 
     on_meta(program_eval.run, compose(["task=program_eval", f"model={model}", *TINY]), monkeypatch)
 

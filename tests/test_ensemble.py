@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 import torch
 
-from tasks.cell import build_model, model_factory
 from nalu.ensemble import init_members
-from suite.run import run_job
 from nalu.train import fit
+from suite.run import run_job
 from tasks.arithmetic import ArithmeticProblem
+from tasks.cell import build_model, model_factory
 
 from .conftest import TINY_ARITHMETIC, compose
 

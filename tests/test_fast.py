@@ -7,12 +7,12 @@ import contextlib
 import pytest
 import torch
 
-from tasks.cell import build_model, model_factory
 from nalu.ensemble import compiled_layout, init_members
 from nalu.fast import CompiledStep, unsupported
-from nalu.units.nau import NAU
 from nalu.train import AutogradStep, fit
+from nalu.units.nau import NAU
 from tasks.arithmetic import ArithmeticProblem
+from tasks.cell import build_model, model_factory
 
 from .conftest import TINY_ARITHMETIC, compose
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tasks.cell import build_model, model_factory
 from nalu.ensemble import init_members
+from nalu.stack import units
+from nalu.train import fit
+from nalu.units import UNITS
 from nalu.units.inalu import INALU
 from nalu.units.nau import NAU, ramp
 from nalu.units.nmu import NMU
 from nalu.units.npu import NPU
 from nalu.units.realnpu import RealNPU, l1_weight
-from nalu.stack import units
-from nalu.train import fit
-from nalu.units import UNITS
 from tasks.arithmetic import ArithmeticProblem
+from tasks.cell import build_model, model_factory
 
 from .conftest import compose
 

@@ -1,4 +1,4 @@
-"""The grid-world environment and the A3C agent (tasks/grid_env.py, tasks/a3c.py, tasks/gridworld_time.py)."""
+"""The grid-world environment and the A3C agent (tasks/gridworld/env.py, tasks/gridworld/a3c.py, tasks/gridworld/time_tracking.py)."""
 
 from __future__ import annotations
 
@@ -19,9 +19,11 @@ from gymnasium.utils.env_checker import check_env
 
 from nalu.ensemble import init_members
 from nalu.errors import ConfigError
-from tasks import a3c, grid_env
-from tasks.grid_env import PASS, GridWorldTime
-from tasks.gridworld_time import evaluate
+from tasks.gridworld import a3c, workers
+from tasks.gridworld.agent import Agent
+from tasks.gridworld import env as grid_env
+from tasks.gridworld.env import PASS, GridWorldTime
+from tasks.gridworld.time_tracking import evaluate
 
 from .conftest import ROOT, cli
 
@@ -117,7 +119,7 @@ def test_bad_env_settings_are_refused(kwargs, match):
 
 
 def test_nac_agent_accumulates_and_members_are_independent():
-    agent = a3c.Agent(size=5, members=2, nac=2)
+    agent = Agent(size=5, members=2, nac=2)
     init_members(agent, [0, 1])
     obs, _ = GridWorldTime().reset(seed=0)
     image = torch.from_numpy(obs["image"]).expand(2, 3, 2, 5, 5)
@@ -182,7 +184,7 @@ def test_per_member_clipping_and_shared_adam_state():
 
 
 def test_evaluation_plays_the_same_episodes_for_every_member():
-    from tasks.gridworld_time import evaluation_episodes
+    from tasks.gridworld.time_tracking import evaluation_episodes
 
     envs, obs = evaluation_episodes({"size": 5}, [5, 9], episodes=8, members=3)
     n = 16
@@ -191,7 +193,7 @@ def test_evaluation_plays_the_same_episodes_for_every_member():
         assert len(same) == 3 and len(set(same)) == 1
         assert envs[i]._command == (5 if i < 8 else 9) and obs[i]["command"][0] == envs[i]._command
     assert len({(e._agent, e._target) for e in envs[:n]}) > 8  # and the episodes differ
-    agent = a3c.Agent(size=5, members=2)
+    agent = Agent(size=5, members=2)
     init_members(agent, [3, 4])
     out = evaluate(agent, {"size": 5}, [5, 9], episodes=8)
     assert set(out) == {"reward_5", "early_5", "reward_9", "early_9"}
@@ -205,7 +207,7 @@ def test_evaluation_plays_the_same_episodes_for_every_member():
 def test_nac_wirings_compute_what_they_say(wiring):
     """feedback: the LSTM reads s_{t-1}; countdown: the command starts the first accumulator unit
     and a constant input lets the NAC count; clock_only: the LSTM never sees the command."""
-    agent = a3c.Agent(size=5, members=2, nac=2, wiring=wiring)
+    agent = Agent(size=5, members=2, nac=2, wiring=wiring)
     init_members(agent, [0, 1])
     obs, _ = GridWorldTime().reset(seed=0)
     image = torch.from_numpy(obs["image"]).expand(2, 3, 2, 5, 5)
@@ -334,13 +336,13 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not Path("/proc").exists(), reason="needs /proc to list processes")
 def test_training_in_process_joins_its_workers():
-    from tasks.gridworld_time import a3c_settings
+    from tasks.gridworld.time_tracking import a3c_settings
 
     from .conftest import compose
 
     cfg = compose(["task=gridworld_time", "progress=false"] + [o for o in TINY_A3C if o.startswith("task.")])
     before = _descendants(os.getpid())
-    agent, summary = a3c.train(a3c_settings(cfg), [0, 1], progress=False)
+    agent, summary = workers.train(a3c_settings(cfg), [0, 1], progress=False)
     left = {pid for pid in _descendants(os.getpid()) - before if "resource_tracker" not in _cmdline(pid)}
     assert not left, f"processes left behind: {left}"
     assert summary["frames"] >= 600 and all(torch.isfinite(p).all() for p in agent.parameters())
@@ -364,7 +366,7 @@ def test_interrupted_training_leaves_no_process_behind(tmp_path, sig):
         assert len(workers) == 2, "the workers never started"
         time.sleep(1.0)
         p.send_signal(sig)
-        # held until every worker is ready (tasks.a3c.HeldSignals), then up to 10 s of shutdown; 7-19 s
+        # held until every worker is ready (tasks.gridworld.workers.HeldSignals), then up to 10 s of shutdown; 7-19 s
         # measured with experiments sharing the cores
         p.wait(timeout=120)
         deadline = time.monotonic() + 30
@@ -384,7 +386,7 @@ def test_a3c_beats_a_random_policy_on_a_small_grid(tmp_path):
                "task.env.commands=[2,4]", "task.eval.commands=[2,4]", "task.frames=300000",
                "task.eval.episodes=50", "task.agent_net.channels=8"], tmp_path)
     m = json.loads(next((tmp_path / "runs" / "small").rglob("metrics.json")).read_text())
-    random_agent = a3c.Agent(size=3, members=1, channels=8)
+    random_agent = Agent(size=3, members=1, channels=8)
     init_members(random_agent, [0])
     with torch.no_grad():
         random_agent.actor.weight.zero_()

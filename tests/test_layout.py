@@ -21,3 +21,30 @@ def test_a_library_module_imports_nothing_of_the_application(module):
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "", f"{module} imports {p.stdout.strip()}"
+
+
+def test_every_task_config_names_a_task():
+    """Tasks are found through their config (``entry: module:attribute``), never by file name."""
+    from omegaconf import OmegaConf
+
+    from suite.run import task_of
+    from tasks import Task
+
+    configs = sorted((ROOT / "configs" / "task").glob("*.yaml"))
+    assert len(configs) >= 10
+    for path in configs:
+        cfg = OmegaConf.create({"task": OmegaConf.load(path)})
+        assert isinstance(task_of(cfg), Task), path.name
+    assert not (ROOT / "tasks" / "static_arithmetic.py").exists()  # the alias modules are gone
+
+
+def test_the_task_entry_is_not_hashed():
+    """Moving a task's code changes its entry, not the cells' identity (the code is digested apart)."""
+    from suite.run import config_hash
+
+    from .conftest import compose
+
+    cfg = compose(["task=identity"])
+    moved = cfg.copy()
+    moved.task.entry = "tasks.elsewhere:TASK"
+    assert config_hash(cfg) == config_hash(moved)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tasks import mnist_data as md
+from tasks.mnist import data as md
 
 ROOT = Path(__file__).resolve().parents[1]
 

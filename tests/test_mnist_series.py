@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from tasks import mnist_data
-from tasks.mnist_series import SeriesProblem
+from tasks.mnist import data as mnist_data
+from tasks.mnist.series import SeriesProblem
 
 from .conftest import cli, compose, on_meta
 
@@ -67,7 +67,7 @@ def test_every_step_core_reads_out_every_prefix(fake_mnist, model):
     digits alone, and evaluation reads the last one."""
     from tasks.cell import build_model
     from nalu.ensemble import init_members
-    from tasks.mnist_series import EveryStep, factory_for
+    from tasks.mnist.series import EveryStep, factory_for
 
     cfg = compose(["task=mnist_counting", f"model={model}"])
     model_ = build_model(factory_for(cfg), 784, 10, 2, True)
@@ -122,7 +122,7 @@ def test_tiny_table2_end_to_end(fake_mnist, workdir, variant):
 
 
 def test_parity_of_a_diverged_output_is_never_right(fake_mnist):
-    from tasks.mnist_parity import ParityProblem
+    from tasks.mnist.parity import ParityProblem
 
     cfg = compose(["task=mnist_parity", "task.validation_images=40", "task.validation_samples=8",
                    "task.test_samples=20"])
@@ -138,7 +138,7 @@ def test_parity_of_a_diverged_output_is_never_right(fake_mnist):
 
 def test_parity_target_must_be_known(fake_mnist):
     from nalu.errors import ConfigError
-    from tasks.mnist_parity import ParityProblem
+    from tasks.mnist.parity import ParityProblem
 
     with pytest.raises(ConfigError, match="odd_count"):
         ParityProblem(compose(["task=mnist_parity", "task.target=even"]).task, [0], fake_mnist)
@@ -167,7 +167,7 @@ def test_tiny_table4_end_to_end(fake_mnist, workdir, variant):
 
 
 def test_canvases_place_digits_without_overlap_and_count_the_even_ones():
-    from tasks import mnist_canvas
+    from tasks.mnist import canvas as mnist_canvas
 
     rng = torch.Generator().manual_seed(0)
     images = torch.randint(1, 256, (50, 28, 28), generator=rng, dtype=torch.uint8)  # no blank pixel
@@ -193,7 +193,7 @@ def test_canvases_place_digits_without_overlap_and_count_the_even_ones():
 
 
 def test_segui_head_trains_with_cross_entropy_and_answers_the_likeliest_count(fake_mnist):
-    from tasks.mnist_count_even import CountEvenProblem, cross_entropy
+    from tasks.mnist.count_even import CountEvenProblem, cross_entropy
 
     cfg = compose(["task=mnist_count_even", "task.final_layer=segui", "task.validation_images=40",
                    "task.validation_samples=8", "task.test_samples=20", "task.layouts=30"]).task
@@ -215,7 +215,7 @@ def test_segui_head_trains_with_cross_entropy_and_answers_the_likeliest_count(fa
 
 
 def test_count_even_problem_draws_from_the_right_splits(fake_mnist):
-    from tasks.mnist_count_even import CountEvenProblem
+    from tasks.mnist.count_even import CountEvenProblem
 
     cfg = compose(["task=mnist_count_even", "task.validation_images=40", "task.validation_samples=8",
                    "task.test_samples=20", "task.batch_size=6", "task.layouts=30"]).task
@@ -232,7 +232,7 @@ def test_count_even_problem_draws_from_the_right_splits(fake_mnist):
 
 
 def test_parity_inputs_and_targets(fake_mnist):
-    from tasks.mnist_parity import ParityProblem
+    from tasks.mnist.parity import ParityProblem
 
     cfg = compose(["task=mnist_parity", "task.validation_images=40", "task.validation_samples=8",
                    "task.test_samples=20", "task.batch_size=5"])
@@ -272,7 +272,8 @@ def test_final_layers_keep_their_weight_constraints(variant):
 @pytest.mark.parametrize("task, model", [("mnist_counting", "lstm"), ("mnist_addition", "nac"),
                                          ("mnist_parity", "none")])
 def test_mnist_tasks_run_on_the_model_device(fake_mnist, task, model, monkeypatch):
-    from tasks import mnist_parity, mnist_series
+    from tasks.mnist import parity as mnist_parity
+    from tasks.mnist import series as mnist_series
 
     sizes = (["task.validation_samples=8", "task.test_samples=20"] if task == "mnist_parity"
              else ["task.validation_series=8", "task.test_series={1: 20, 10: 6}"])

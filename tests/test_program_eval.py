@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 import torch
 
-from tasks import programs
-from tasks.program_eval import ProgramProblem
+from tasks.programs import generate as programs
+from tasks.programs.evaluation import ProgramProblem
 
 from .conftest import cli, compose
 

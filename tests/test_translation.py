@@ -11,8 +11,8 @@ import torch
 from baselines.rnn import GatedRNN
 from nalu.ensemble import Embedding, init_members
 from nalu.errors import ConfigError
-from tasks import number_words as nw
-from tasks.translation import TranslationProblem, WordsToNumber
+from tasks.language import number_words as nw
+from tasks.language.translation import TranslationProblem, WordsToNumber
 
 from .conftest import cli, compose
 

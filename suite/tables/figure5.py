@@ -4,7 +4,7 @@ For each agent (A3C, A3C + NAC): the mean over seeds of the average reward of th
 episodes at every command, with the band from the worst to the best seed; the training commands
 are shaded. The paper's curves, read off its figure (``results/paper/figure5.csv``, approximate),
 are drawn beside ours. Every seed is in the mean: a seed that diverged is frozen where it was
-(``tasks.a3c``), evaluated like the others, and counted in the legend and the CSV.
+(``tasks.gridworld.a3c``), evaluated like the others, and counted in the legend and the CSV.
 """
 
 from __future__ import annotations

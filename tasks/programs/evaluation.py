@@ -18,19 +18,20 @@ import torch
 from omegaconf import DictConfig
 from torch import Tensor, nn
 
-from tasks.cell import model_factory, train_cell
 from nalu.device import move
 from nalu.ensemble import Embedding, in_chunks
 from nalu.errors import ConfigError, check_choice
 from nalu.scoring import rounded
 from nalu.seeding import generator
 from nalu.train import Metrics
-from tasks import programs
+from tasks.programs import generate as programs
+from tasks import Task
+from tasks.cell import model_factory, train_cell
 
 
 class CharsToNumber(nn.Module):
     """Token ids ``[B, T]`` (left-padded) -> ``[M, B, 1]``: the core's output after the last. In
-    the ``numbers`` encoding the input is ``[B, T, 2]`` (``tasks.programs.encode_numbers``): the
+    the ``numbers`` encoding the input is ``[B, T, 2]`` (``tasks.programs.generate.encode_numbers``): the
     core reads each token's embedding with its value appended (``embedding + 1`` features)."""
 
     def __init__(self, embedding: Embedding, core: nn.Module):
@@ -103,3 +104,6 @@ def run(cfg: DictConfig, log) -> dict:
 
     summary, _ = train_cell(cfg, problem, width, 1, True, log, select="validation", factory=factory)
     return {**summary, "kind": problem.kind, "encoding": problem.encoding, "domains": sorted(problem.tests)}
+
+
+TASK = Task(run=run)

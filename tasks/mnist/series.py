@@ -28,12 +28,13 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from baselines.convnet import DigitEncoder, OverDigits
-from tasks.cell import model_factory, train_cell
 from nalu.ensemble import in_chunks
 from nalu.errors import ConfigError, check_choice
 from nalu.seeding import generator
 from nalu.train import Metrics
-from tasks import mnist_data
+from tasks.mnist import data as mnist_data
+from tasks import Task
+from tasks.cell import model_factory, train_cell
 
 OUTPUTS = {"counting": 10, "addition": 1}
 
@@ -138,3 +139,6 @@ def run(cfg: DictConfig, log) -> dict:
     summary, _ = train_cell(cfg, problem, 28 * 28, OUTPUTS[kind], True, log, select="validation",
                             factory=factory_for(cfg))
     return {**summary, "kind": kind, "supervise": cfg.task.supervise}
+
+
+TASK = Task(run=run)

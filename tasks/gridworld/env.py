@@ -19,7 +19,7 @@ Dynamics and rewards (the paper gives the task, not these details; they are ours
 A policy that waits ``T - d`` steps and then walks the ``d`` steps of a shortest path scores +1 on
 every episode (``optimal_action``).
 
-``gymnasium.make("NaluGridWorldTime-v0", size=5)`` builds one after ``import tasks.grid_env``.
+``gymnasium.make("NaluGridWorldTime-v0", size=5)`` builds one after ``import tasks.gridworld.env``.
 """
 
 from __future__ import annotations
@@ -144,4 +144,4 @@ class GridWorldTime(gym.Env):
 
 
 if ENV_ID not in gym.registry:
-    gym.register(id=ENV_ID, entry_point="tasks.grid_env:GridWorldTime")
+    gym.register(id=ENV_ID, entry_point="tasks.gridworld.env:GridWorldTime")

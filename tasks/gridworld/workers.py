@@ -1,4 +1,4 @@
-"""A3C (Mnih et al. 2016, "Asynchronous methods for deep reinforcement learning", Algorithm S3) for
+"""A3C's processes (Mnih et al. 2016, "Asynchronous methods for deep reinforcement learning", Algorithm S3) for
 the grid-world time-tracking task, with the A3C + NAC variant of Trask et al. (2018), Section 4.5.
 
 The agent (``Agent``): a convolution over the grid image, its features and the command into an
@@ -22,6 +22,7 @@ Because the workers' updates interleave, runs with more than one worker are not 
 reproducible; every episode and every action draw is seeded.
 """
 
+
 from __future__ import annotations
 
 import os
@@ -31,128 +32,19 @@ import threading
 import time
 import traceback
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.multiprocessing as mp
-from torch import Tensor, nn
+from torch import Tensor
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from baselines.convnet import GroupedConv
-from baselines.rnn import GatedCell
 from nalu import ensemble
 from nalu.seeding import derive_seed, generator
-from nalu.units import NAC
-from tasks.grid_env import ACTIONS, GridWorldTime
-
-State = tuple[Tensor, ...]
-
-
-# --- the agent --------------------------------------------------------------------------------
-
-
-# How the A3C + NAC agent wires its accumulator ``s`` (``agent_net.nac_wiring``; the paper gives
-# none). ``x_t`` is the grid features with the command (shown at t = 0 only, by default):
-#   beside:     h_t = LSTM(x_t);             s_t = s_{t-1} + NAC([x_t, h_t])       heads read [h_t, s_t]
-#   feedback:   h_t = LSTM([x_t, s_{t-1}]);  s_t = s_{t-1} + NAC([x_t, h_t])       the LSTM reads the clock
-#   countdown:  h_t = LSTM(x_t);             s_t = s_{t-1} + c_t e_1 + NAC([x_t, h_t, 1])
-#               (the command c_t enters the first unit, and a constant input lets the NAC add -1 a step)
-#   clock_only: as countdown, but the LSTM never sees the command: the policy can know the time
-#               only through the accumulator
-WIRINGS = ("beside", "feedback", "countdown", "clock_only")
-
-
-class Agent(nn.Module):
-    """``image [M, B, 2, N, N]``, ``command [M, B, 1]``, state -> logits ``[M, B, 5]``, value
-    ``[M, B]``, state. ``nac`` is the width of the NAC accumulator (0: the plain A3C agent) and
-    ``wiring`` how it is connected (``WIRINGS``)."""
-
-    def __init__(self, size: int, members: int, channels: int = 16, features: int = 64, hidden: int = 64,
-                 nac: int = 0, wiring: str = "beside"):
-        super().__init__()
-        if wiring not in WIRINGS:
-            raise ValueError(f"unknown NAC wiring '{wiring}'; valid: {', '.join(WIRINGS)}")
-        self.members, self.hidden, self.nac_width, self.wiring = members, hidden, nac, wiring if nac else "beside"
-        counts = self.wiring in ("countdown", "clock_only")
-        lstm_in = features + (self.wiring != "clock_only") + (nac if self.wiring == "feedback" else 0)
-        self.conv = GroupedConv(2, channels, 3, 1, members)
-        self.features = ensemble.Linear(channels * (size - 2) ** 2, features, members)
-        self.lstm = GatedCell("lstm", lstm_in, hidden, members)
-        self.nac = NAC(features + 1 + hidden + counts, nac, members) if nac else None
-        self.actor = ensemble.Linear(hidden + nac, len(ACTIONS), members)
-        self.critic = ensemble.Linear(hidden + nac, 1, members)
-
-    def initial_state(self, batch: int) -> State:
-        z = torch.zeros(self.members, batch, self.hidden)
-        return (z, z.clone(), torch.zeros(self.members, batch, self.nac_width))
-
-    def core_input(self, image: Tensor, command: Tensor) -> Tensor:
-        """``x_t``: the convolutional features of the grid and the command, ``[M, B, features + 1]``."""
-        M, B = image.shape[:2]
-        x = image.transpose(0, 1).reshape(B, M * image.shape[2], *image.shape[3:])  # members on channels
-        f = F.relu(self.conv(x)).view(B, M, -1).transpose(0, 1)
-        return torch.cat([F.relu(self.features(f)), command], -1)
-
-    def forward(self, image: Tensor, command: Tensor, state: State) -> tuple[Tensor, Tensor, State]:
-        x_t = self.core_input(image, command)
-        lstm_in = {"feedback": lambda: torch.cat([x_t, state[2]], -1),
-                   "clock_only": lambda: x_t[..., :-1]}.get(self.wiring, lambda: x_t)()
-        h, c = self.lstm(lstm_in, state[:2])
-        s = state[2]
-        if self.nac is not None:
-            if self.wiring in ("countdown", "clock_only"):
-                s = s + F.pad(command, (0, self.nac_width - 1))  # the command starts the count
-                s = s + self.nac(torch.cat([x_t, h, torch.ones_like(command)], -1))
-            else:
-                s = s + self.nac(torch.cat([x_t, h], -1))
-        z = torch.cat([h, s], -1)
-        return self.actor(z), self.critic(z).squeeze(-1), (h, c, s)
-
-
-def make_agent(cfg: dict, members: int) -> Agent:
-    a = cfg["agent_net"]
-    return Agent(cfg["env"]["size"], members, a["channels"], a["features"], a["hidden"],
-                 a["nac"] if cfg["agent"] == "a3c_nac" else 0, a.get("nac_wiring", "beside"))
-
-
-def reset_where(state: State, done: Tensor) -> State:
-    """Zero the recurrent state of the environments whose episode just ended (``done [M, B]``)."""
-    keep = (~done).unsqueeze(-1).float()
-    return tuple(s * keep for s in state)
-
-
-# --- shared optimiser state -------------------------------------------------------------------
-
-
-def shared_adam_state(params: list[nn.Parameter]) -> list[dict[str, Tensor]]:
-    """Adam's moments and step counters for ``params``, in shared memory (one dict per param)."""
-    return [{"step": torch.zeros(()).share_memory_(),
-             "exp_avg": torch.zeros_like(p).share_memory_(),
-             "exp_avg_sq": torch.zeros_like(p).share_memory_()} for p in params]
-
-
-def shared_adam(params: list[nn.Parameter], state: list[dict[str, Tensor]], **kwargs) -> torch.optim.Adam:
-    """A ``torch.optim.Adam`` over shared ``params`` whose state is the shared ``state``: every
-    worker's step reads and updates the same moments, in place."""
-    optimizer = torch.optim.Adam(params, foreach=False, **kwargs)
-    for p, s in zip(params, state, strict=True):
-        optimizer.state[p] = s
-    return optimizer
-
-
-def clip_grad_norm_per_member(params: list[nn.Parameter], max_norm: float) -> Tensor:
-    """``clip_grad_norm_`` for each member on its own; returns the norms before clipping ``[M]``."""
-    grads = [p.grad for p in params if p.grad is not None]
-    norms = torch.stack([g.flatten(1).square().sum(1) for g in grads]).sum(0).sqrt()
-    scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
-    for g in grads:
-        g.mul_(ensemble.member_view(scale, g))
-    return norms
-
-
-# --- one worker -------------------------------------------------------------------------------
+from tasks.gridworld.a3c import a3c_losses, clip_grad_norm_per_member, shared_adam, shared_adam_state
+from tasks.gridworld.agent import Agent, make_agent, reset_where
+from tasks.gridworld.env import GridWorldTime
 
 
 def observation_tensors(obs: list[dict], members: int, batch: int) -> tuple[Tensor, Tensor]:
@@ -187,38 +79,6 @@ class Environments:
             self.obs[i] = obs
         shape = (self.M, self.B)
         return torch.from_numpy(rewards).float().view(shape), torch.from_numpy(dones).view(shape), finished
-
-
-@dataclass
-class Losses:
-    policy: Tensor  # [M]
-    value: Tensor
-    entropy: Tensor
-
-    def total(self, value_coef: float, entropy_coef: float) -> Tensor:
-        return self.policy + value_coef * self.value - entropy_coef * self.entropy
-
-
-def a3c_losses(logits: Tensor, values: Tensor, actions: Tensor, rewards: Tensor, dones: Tensor,
-               bootstrap: Tensor, gamma: float) -> Losses:
-    """Per-member A3C losses over one rollout. ``logits [T, M, B, A]``; ``values``, ``actions``,
-    ``rewards``, ``dones`` ``[T, M, B]``; ``bootstrap [M, B]``, the value after the last step.
-
-    n-step return ``R_t = r_t + gamma * (1 - done_t) * R_{t+1}``, ``R_T = bootstrap``; advantage
-    ``R_t - V(s_t)``; policy loss ``-log pi(a_t|s_t) * advantage`` (advantage held constant),
-    value loss ``(R_t - V(s_t))^2 / 2``, entropy of the policy; each a mean over steps and
-    environments.
-    """
-    returns, R = torch.empty_like(rewards), bootstrap
-    for t in reversed(range(len(rewards))):
-        R = rewards[t] + gamma * (~dones[t]).float() * R
-        returns[t] = R
-    advantage = returns - values
-    logp = F.log_softmax(logits, -1)
-    chosen = logp.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
-    entropy = -(logp.exp() * logp).sum(-1)
-    return Losses(policy=-(chosen * advantage.detach()).mean((0, 2)),
-                  value=0.5 * advantage.square().mean((0, 2)), entropy=entropy.mean((0, 2)))
 
 
 def worker(rank: int, shared: Agent, adam_state: list, alive: Tensor, cfg: dict, seeds: list[int],

@@ -1,6 +1,6 @@
 """Number words to number (Trask et al. 2018, Section 4.3, Table 3 and Figure 3).
 
-An English number ("seven hundred and twenty one", see ``tasks.number_words``) is read one token
+An English number ("seven hundred and twenty one", see ``tasks.language.number_words``) is read one token
 at a time: a learned embedding per token, then a single LSTM layer whose read-out is linear
 (``model=lstm_sum``: the paper's summed-state LSTM; ``model=lstm``: the last state), a NAC
 (``model=lstm_nac``) or a NALU (``model=lstm_nalu``). The model is trained with squared error on
@@ -17,12 +17,13 @@ import torch
 from omegaconf import DictConfig
 from torch import Tensor, nn
 
-from tasks.cell import model_factory, train_cell
 from nalu.device import move, of
 from nalu.ensemble import Embedding
 from nalu.errors import ConfigError
 from nalu.train import Metrics
-from tasks import number_words as nw
+from tasks.language import number_words as nw
+from tasks import Task
+from tasks.cell import model_factory, train_cell
 
 
 class WordsToNumber(nn.Module):
@@ -104,3 +105,6 @@ def run(cfg: DictConfig, log) -> dict:
         figure["running"] = [[r[: len(nw.words(n))].tolist() for r, n in zip(member, shown)] for member in running]
     sizes = {k: len(getattr(problem.split, k)) for k in ("train", "validation", "test")}
     return {**summary, "split": sizes, "figure3": figure}
+
+
+TASK = Task(run=run)

@@ -29,13 +29,14 @@ from torch import Tensor, nn
 
 from baselines.constrained import ConstrainedLinear
 from baselines.convnet import DigitEncoder, OverDigits
-from tasks.cell import train_cell
 from nalu.ensemble import in_chunks
 from nalu.errors import ConfigError, check_choice
 from nalu.scoring import rounded
 from nalu.seeding import generator
 from nalu.train import Metrics
-from tasks import mnist_data
+from tasks.mnist import data as mnist_data
+from tasks import Task
+from tasks.cell import train_cell
 
 TARGETS = ("odd_count", "sum")
 
@@ -89,3 +90,6 @@ def run(cfg: DictConfig, log) -> dict:
 
     summary, _ = train_cell(cfg, problem, 28 * 28, 1, False, log, select="validation", factory=factory)
     return {**summary, "final_layer": t.final_layer}
+
+
+TASK = Task(run=run)

@@ -1,7 +1,7 @@
 """Counting the even digits on an MNIST canvas: the task Table 4 of Trask et al. (2018, Section
 4.6) defers to (Seguí, Pujol & Vitrià 2015), with the network's final layer under study.
 
-A canvas (``tasks.mnist_canvas``) holds 0..5 MNIST digits without overlap; the target is how many
+A canvas (``tasks.mnist.canvas``) holds 0..5 MNIST digits without overlap; the target is how many
 of them are even. A small counting CNN (``baselines.convnet.CanvasEncoder``) ends in the *final
 layer* under study (``task.final_layer``, the seven variants of ``baselines.constrained``),
 which outputs one number trained with squared error on the count; accuracy (%) is the share of
@@ -27,13 +27,15 @@ from torch.nn import functional as F
 from baselines.constrained import VARIANTS, ConstrainedLinear
 from baselines.convnet import CanvasEncoder
 from nalu import ensemble
-from tasks.cell import train_cell
 from nalu.ensemble import in_chunks
 from nalu.errors import ConfigError, check_choice
 from nalu.scoring import rounded
 from nalu.seeding import generator
 from nalu.train import Metrics, squared_error
-from tasks import mnist_canvas, mnist_data
+from tasks.mnist import canvas as mnist_canvas
+from tasks.mnist import data as mnist_data
+from tasks import Task
+from tasks.cell import train_cell
 
 SEGUI = "segui"  # Seguí et al.'s softmax head, beside the final layers of baselines.constrained
 
@@ -120,3 +122,6 @@ def run(cfg: DictConfig, log) -> dict:
 
     summary, _ = train_cell(cfg, problem, t.canvas * t.canvas, 1, False, log, select="validation", factory=factory)
     return {**summary, "final_layer": t.final_layer}
+
+
+TASK = Task(run=run)

@@ -1,15 +1,15 @@
 """Grid-world time tracking with A3C and A3C + NAC (Trask et al. 2018, Section 4.5, Figure 5).
 
 The agent gets a command ``T`` at the start of an episode and must stand on the target square
-exactly at step ``T`` (``tasks.grid_env``). Agents train on commands drawn from
-``U{env.commands}`` (5..12) with A3C (``tasks.a3c``), then are evaluated on every command of
+exactly at step ``T`` (``tasks.gridworld.env``). Agents train on commands drawn from
+``U{env.commands}`` (5..12) with A3C (``tasks.gridworld.workers``), then are evaluated on every command of
 ``eval.commands`` (5..25): ``eval.episodes`` fixed episodes per command, the same for every agent
 and seed, with the greedy action of the final policy (``eval.greedy``). Metrics per command ``c``:
 ``reward_c`` (mean episode reward, +1 on time, -1 otherwise) and ``early_c`` (% of episodes that
 stepped on the target too early; the rest of the misses were late).
 
 ``task.agent`` picks the agent (``a3c`` or ``a3c_nac``; ``task.agent_net.nac_wiring`` how its
-accumulator is wired, ``tasks.a3c.WIRINGS``); the model group is not used. A3C needs
+accumulator is wired, ``tasks.gridworld.agent.WIRINGS``); the model group is not used. A3C needs
 ``optimizer=adam``: workers share its moments. The trained agent (every seed) is saved to
 ``<run dir>/agent.pt``; ``scripts/render_episode.py`` replays it.
 """
@@ -25,8 +25,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from nalu.errors import ConfigError, check_choice
 from nalu.seeding import derive_seed
-from tasks import a3c
-from tasks.grid_env import MAX_COMMAND, GridWorldTime
+from tasks import Task
+from tasks.gridworld import workers
+from tasks.gridworld.agent import WIRINGS, Agent, make_agent
+from tasks.gridworld.env import MAX_COMMAND, GridWorldTime
 
 AGENTS = ("a3c", "a3c_nac")
 
@@ -42,7 +44,7 @@ def evaluation_episodes(env_cfg: dict, commands: list[int], episodes: int, membe
     return envs, obs
 
 
-def evaluate(agent: a3c.Agent, env_cfg: dict, commands: list[int], episodes: int, greedy: bool = True,
+def evaluate(agent: Agent, env_cfg: dict, commands: list[int], episodes: int, greedy: bool = True,
              data_seed: int = 0) -> dict[str, torch.Tensor]:
     """Run ``episodes`` fixed episodes per command for every member at once; per-member metrics."""
     M, n = agent.members, len(commands) * episodes
@@ -53,7 +55,7 @@ def evaluate(agent: a3c.Agent, env_cfg: dict, commands: list[int], episodes: int
     gen = torch.Generator().manual_seed(derive_seed("grid_eval_actions", data_seed))
     with torch.no_grad():
         while active.any():
-            logits, _, state = agent(*a3c.observation_tensors(obs, M, n), state)
+            logits, _, state = agent(*workers.observation_tensors(obs, M, n), state)
             probs = torch.softmax(logits.view(M * n, -1), -1).nan_to_num(1.0)  # a diverged member: any action
             actions = probs.argmax(-1) if greedy else torch.multinomial(probs, 1, generator=gen).flatten()
             for i in np.flatnonzero(active):
@@ -75,7 +77,7 @@ def check(cfg: DictConfig) -> None:
                           "(shared-memory weights), so it runs on the CPU only; use device=cpu")
     t = cfg.task
     check_choice("agent", t.agent, AGENTS)
-    check_choice("NAC wiring", t.agent_net.nac_wiring, a3c.WIRINGS)
+    check_choice("NAC wiring", t.agent_net.nac_wiring, WIRINGS)
     if t.agent_net.nac_wiring in ("countdown", "clock_only") and t.env.show_command != "first":
         raise ConfigError(f"nac_wiring={t.agent_net.nac_wiring} adds the command to the accumulator when it is "
                           "shown, which must be once: use task.env.show_command=first")
@@ -101,7 +103,7 @@ def check(cfg: DictConfig) -> None:
 
 
 def a3c_settings(cfg: DictConfig) -> dict:
-    """What ``a3c.train`` reads: the task config as plain data, with Adam's settings in ``a3c``
+    """What ``workers.train`` reads: the task config as plain data, with Adam's settings in ``a3c``
     (``lr``, ``betas``, ``eps``; the shared Adam steps one tensor at a time, so ``fused`` is moot)."""
     check(cfg)
     out, opt = OmegaConf.to_container(cfg.task, resolve=True), cfg.optimizer
@@ -109,21 +111,21 @@ def a3c_settings(cfg: DictConfig) -> dict:
     return out
 
 
-def save_agent(path: Path, agent: a3c.Agent, settings: dict, seeds: list[int]) -> None:
+def save_agent(path: Path, agent: Agent, settings: dict, seeds: list[int]) -> None:
     """The trained agent (all seeds) and what it takes to rebuild it, written atomically."""
     tmp = path.with_name(f".{path.name}.tmp")
     torch.save({"state_dict": agent.state_dict(), "settings": settings, "seeds": seeds}, tmp)
     os.replace(tmp, path)
 
 
-def load_agent(run_dir: Path) -> tuple[a3c.Agent, dict, list[int]]:
+def load_agent(run_dir: Path) -> tuple[Agent, dict, list[int]]:
     """The agent that ``run`` saved in ``run_dir/agent.pt``, with its settings and seeds."""
     path = Path(run_dir) / "agent.pt"
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: point to a grid-world run directory "
                                 f"(runs/... or multirun/figure5/...) whose cell is complete")
     saved = torch.load(path, weights_only=True)
-    agent = a3c.make_agent(saved["settings"], len(saved["seeds"]))
+    agent = make_agent(saved["settings"], len(saved["seeds"]))
     agent.load_state_dict(saved["state_dict"])
     return agent, saved["settings"], saved["seeds"]
 
@@ -131,7 +133,7 @@ def load_agent(run_dir: Path) -> tuple[a3c.Agent, dict, list[int]]:
 def run(cfg: DictConfig, log) -> dict:
     seeds, t = list(cfg.seeds), cfg.task
     settings = a3c_settings(cfg)
-    agent, summary = a3c.train(settings, seeds, log=log.metrics, progress=cfg.progress, desc=log.name)
+    agent, summary = workers.train(settings, seeds, log=log.metrics, progress=cfg.progress, desc=log.name)
     commands = list(range(t.eval.commands[0], t.eval.commands[1] + 1))
     final = evaluate(agent, settings["env"], commands, t.eval.episodes, t.eval.greedy, t.data_seed)
     lo, hi = t.env.commands
@@ -151,3 +153,6 @@ def run(cfg: DictConfig, log) -> dict:
     wiring = t.agent_net.nac_wiring if t.agent == "a3c_nac" else None
     return {**summary, "agent": t.agent, "wiring": wiring, "commands": commands, "train_commands": [lo, hi],
             "parameters_per_member": parameters, "members": members}
+
+
+TASK = Task(run=run, check=check)

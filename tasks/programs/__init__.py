@@ -1,0 +1,2 @@
+"""Program evaluation (Figure 4): the programs (generate.py) and the task that reads them
+(evaluation.py)."""
