@@ -16,12 +16,13 @@ from nalu import tables
 from .conftest import ROOT, compose
 
 README = ROOT / "README.md"
+MANUAL = [README, *sorted((ROOT / "docs").glob("*.md"))]  # the README and the pages it links
 
 
 def commands() -> list[str]:
-    """Every command line of the README's ``bash`` blocks (continuations joined, comments cut)."""
+    """Every command line of the manual's ``bash`` blocks (continuations joined, comments cut)."""
     out = []
-    for block in re.findall(r"```bash\n(.*?)```", README.read_text(), re.S):
+    for block in re.findall(r"```bash\n(.*?)```", "".join(p.read_text() for p in MANUAL), re.S):
         for line in block.replace("\\\n", " ").splitlines():
             line = re.split(r"\s+#\s", line)[0].strip()
             if line:
@@ -39,7 +40,8 @@ def test_python_commands_call_the_projects_environment():
     assert len(commands()) > 10
     for c in commands():
         assert not c.split()[0].endswith("python") or c.startswith(".venv/bin/python "), c
-    assert not re.findall(r"(?<![\w/.])python (?:-m nalu|scripts/)", README.read_text())
+    for page in MANUAL:
+        assert not re.findall(r"(?<![\w/.])python (?:-m (?:suite|nalu)|scripts/)", page.read_text()), page
 
 
 @pytest.mark.parametrize("command", of(".venv/bin/python -m suite.run"))
