@@ -10,8 +10,8 @@ import subprocess
 import pytest
 from omegaconf import OmegaConf
 
-from nalu import run
-from nalu import tables
+from suite import run
+from suite import tables
 
 from .conftest import ROOT, compose
 
