@@ -34,12 +34,12 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from nalu import device as devices
 from nalu.errors import ConfigError, exit_with
+from nalu.train import Checkpoint
 from suite.io import read_json, write_json_atomic
 from suite.loggers import RunLogger
 from suite.machine import environment
 from suite.provenance import changed, imported, snapshot
 from tasks import Task
-from nalu.train import Checkpoint
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 # config keys that do not change results: a cell made with other values of these is still valid

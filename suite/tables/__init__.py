@@ -20,6 +20,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+import matplotlib
+
+matplotlib.use("Agg")  # the one place the backend is set: every builder writes files, none shows a window
+
 # the tables built from one sweep folder: command -> (module in suite.tables, help)
 SIMPLE = {
     "table2": ("table2", "Table 2 (MNIST counting and addition)"),

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from suite.tables.common import save_figure  # noqa: E402
+from suite.tables.common import save_figure
 
 
 def plot(run_dir: Path, out: Path | None = None) -> Path:

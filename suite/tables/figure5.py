@@ -11,15 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from suite.io import write_text_atomic  # noqa: E402
-from suite.tables.common import load_cells, paper, require, save_figure, to_markdown  # noqa: E402
+from suite.io import write_text_atomic
+from suite.tables.common import load_cells, paper, require, save_figure, to_markdown
 
 AGENTS = {"a3c": "A3C", "a3c_nac": "A3C + NAC", "a3c_nac:feedback": "A3C + NAC (fed back into the LSTM)",
           "a3c_nac:countdown": "A3C + NAC (countdown from the command)",

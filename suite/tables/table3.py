@@ -11,15 +11,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from suite.io import write_text_atomic  # noqa: E402
-from suite.tables.common import fmt, load_cells, paper, require, save_figure, to_markdown, write_table  # noqa: E402
+from suite.io import write_text_atomic
+from suite.tables.common import fmt, load_cells, paper, require, save_figure, to_markdown, write_table
 
 # our model name -> (row label, the paper's row)
 MODELS = {

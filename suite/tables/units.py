@@ -20,16 +20,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from suite.io import write_text_atomic  # noqa: E402
-from nalu.scoring import wilson_interval  # noqa: E402
-from suite.tables.common import load_cells, machines, paper, paper_float, require, save_figure, to_markdown  # noqa: E402
+from nalu.scoring import wilson_interval
+from suite.io import write_text_atomic
+from suite.tables.common import load_cells, machines, paper, paper_float, require, save_figure, to_markdown
 
 FUNCTIONS = ["a+b", "a-b", "a*b", "a/b", "a^2", "sqrt(a)"]
 UNITS = {"nac": "NAC", "nalu": "NALU", "nau": "NAU", "nmu": "NAU + NMU", "inalu": "iNALU", "npu": "NAU + NPU",
