@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from suite.io import read_json, write_json_atomic  # noqa: E402
-from suite.provenance import changed, source_digest, tracked_sources  # noqa: E402
+from suite.provenance import changed, source_digest, text_digest, tracked_sources  # noqa: E402
 
 TREE = ("nalu", "suite", "tasks", "baselines", "configs", "hydra_plugins")
 
@@ -59,15 +59,10 @@ def recorded_version(path: str, digest: str) -> str | None:
     """The text of ``path`` as it was when its digest was ``digest``, from git history."""
     commits = subprocess.run(["git", "log", "--format=%H", "--", path], cwd=ROOT, capture_output=True,
                              text=True).stdout.split()
-    with tempfile.TemporaryDirectory() as tmp:
-        probe = Path(tmp) / Path(path).name
-        for commit in commits:
-            shown = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT, capture_output=True, text=True)
-            if shown.returncode != 0:
-                continue
-            probe.write_text(shown.stdout)
-            if source_digest(probe) == digest:
-                return shown.stdout
+    for commit in commits:
+        shown = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT, capture_output=True, text=True)
+        if shown.returncode == 0 and text_digest(shown.stdout) == digest:
+            return shown.stdout
     return None
 
 
@@ -76,20 +71,17 @@ def recorded_commit(code: dict[str, str]) -> str | None:
     paths = sorted(code)
     digests: dict[str, str] = {}  # blob -> digest
     commits = subprocess.run(["git", "rev-list", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.split()
-    with tempfile.TemporaryDirectory() as tmp:
-        for commit in commits:
-            listed = subprocess.run(["git", "ls-tree", "-r", commit, "--", *paths], cwd=ROOT, capture_output=True,
-                                    text=True).stdout.splitlines()
-            blobs = {line.split("\t", 1)[1]: line.split()[2] for line in listed}
-            if set(blobs) != set(paths):
-                continue
-            for blob in set(blobs.values()) - set(digests):
-                probe = Path(tmp) / f"{blob}.py"
-                probe.write_bytes(subprocess.run(["git", "cat-file", "blob", blob], cwd=ROOT,
-                                                 capture_output=True).stdout)
-                digests[blob] = source_digest(probe)
-            if all(digests[blobs[p]] == code[p] for p in paths):
-                return commit
+    for commit in commits:
+        listed = subprocess.run(["git", "ls-tree", "-r", commit, "--", *paths], cwd=ROOT, capture_output=True,
+                                text=True).stdout.splitlines()
+        blobs = {line.split("\t", 1)[1]: line.split()[2] for line in listed}
+        if set(blobs) != set(paths):
+            continue
+        for blob in set(blobs.values()) - set(digests):
+            digests[blob] = text_digest(subprocess.run(["git", "cat-file", "blob", blob], cwd=ROOT,
+                                                       capture_output=True, text=True).stdout)
+        if all(digests[blobs[p]] == code[p] for p in paths):
+            return commit
     return None
 
 

@@ -25,7 +25,11 @@ EXCLUDED = ("nalu/errors.py",)  # the one-line error type: it never reaches a nu
 def source_digest(path: Path) -> str:
     """A digest of ``path``'s syntax tree, blind to comments, docstrings and layout (a file that
     does not parse gets a digest of its text: it changes whenever the file does)."""
-    text = path.read_text(encoding="utf-8")
+    return text_digest(path.read_text(encoding="utf-8"))
+
+
+def text_digest(text: str) -> str:
+    """``source_digest`` of a module's text (a version from git history, say)."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
