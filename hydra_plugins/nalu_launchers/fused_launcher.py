@@ -37,7 +37,7 @@ def execute_group(hydra_context: HydraContext, jobs: list[Job], singleton_state:
 
     setup_globals()
     Singleton.set_state(singleton_state)
-    pairs, returns = [], []
+    cells, returns = [], []
     for idx, sweep_config in jobs:
         with open_dict(sweep_config):
             sweep_config.hydra.job.id = f"{sweep_config.hydra.job.name}_{idx}"
@@ -45,11 +45,11 @@ def execute_group(hydra_context: HydraContext, jobs: list[Job], singleton_state:
         HydraConfig.instance().set_config(sweep_config)
 
         def collect(cfg: DictConfig) -> None:
-            pairs.append(CellJob(cfg, Path(HydraConfig.get().runtime.output_dir), job_overrides()))
+            cells.append(CellJob(cfg, Path(HydraConfig.get().runtime.output_dir), job_overrides()))
 
         returns.append(run_job(hydra_context=hydra_context, task_function=collect, config=sweep_config,
                                job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir"))
-    run_group_main(pairs)
+    run_group_main(cells)
     return returns
 
 
