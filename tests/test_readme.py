@@ -67,3 +67,11 @@ def test_table_commands_parse(command):
 def test_make_commands_name_targets_that_exist(command):
     p = subprocess.run(["make", "-n", *shlex.split(command)[1:]], cwd=ROOT, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+
+
+def test_testing_page_lists_every_test_file():
+    """docs/testing.md, which the README points to, names each test module and no missing one."""
+    page = (ROOT / "docs" / "testing.md").read_text()
+    listed = set(re.findall(r"`(test_\w+\.py)`", page))
+    present = {p.name for p in (ROOT / "tests").glob("test_*.py")}
+    assert listed == present
