@@ -185,14 +185,30 @@ def job_overrides() -> str:
     if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.MULTIRUN:
         return ""
     hc = HydraConfig.get()
-    swept = set(hc.sweeper.get("params") or {})
     sweep = Path(hc.sweep.dir) / "multirun.yaml"
-    if sweep.exists():
+    stamp = sweep.stat().st_mtime_ns if sweep.exists() else None
+    swept = set(hc.sweeper.get("params") or {}) | swept_on_command_line(sweep, stamp)
+    return ",".join(o for o in hc.overrides.task if o.partition("=")[0].lstrip("+~") in swept)
+
+
+_SWEPT: dict[tuple[Path, int], frozenset[str]] = {}
+
+
+def swept_on_command_line(sweep: Path, stamp: int | None) -> frozenset[str]:
+    """The keys a sweep's ``multirun.yaml`` gives several values, read once per version of the file
+    (``stamp``, its modification time; Hydra writes it before a sweep's first job). A plain dict
+    caches it: launchers pickle this module's functions by value, which a ``functools`` cache
+    does not survive."""
+    if stamp is None:
+        return frozenset()
+    if (sweep, stamp) not in _SWEPT:
+        keys = set()
         for arg in OmegaConf.load(sweep).hydra.overrides.task:
             key, _, value = arg.partition("=")
             if "," in value or value.startswith(("range(", "choice(", "glob(")):
-                swept.add(key.lstrip("+~"))
-    return ",".join(o for o in hc.overrides.task if o.partition("=")[0].lstrip("+~") in swept)
+                keys.add(key.lstrip("+~"))
+        _SWEPT[sweep, stamp] = frozenset(keys)
+    return _SWEPT[sweep, stamp]
 
 
 class CellJob(NamedTuple):
