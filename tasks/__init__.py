@@ -29,7 +29,8 @@ class Task:
 
     - ``run(cfg, log) -> dict``: train every seed of one cell (``cfg`` is the whole config, its
       seeds resolved to a list) and return what its ``metrics.json`` records beside the runner's
-      own fields: JSON-able, with ``members``, one dict per seed;
+      own fields: JSON-able, with ``members``, one ``tasks.metrics.Member`` per seed (the metric
+      names in it are defined in ``tasks.metrics``, which the table builders read them by);
     - ``check(cfg)``: refusals known from the config alone (a ``nalu.errors.ConfigError``), asked
       before any cell of a sweep runs or writes a file;
     - ``run_group(cfgs, log) -> [dict]``: several cells trained as one batched model (the fused

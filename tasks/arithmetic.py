@@ -34,6 +34,7 @@ from nalu.train import Metrics
 from nalu.units import sparsity_error
 from tasks import Task
 from tasks.cell import build_model, train_cell
+from tasks.metrics import EXTRAPOLATION, INTERPOLATION, VALIDATION
 
 # op name -> (the paper's row label, function of a and b)
 OPS: dict[str, tuple[str, Callable[[Tensor, Tensor], Tensor]]] = {
@@ -44,8 +45,6 @@ OPS: dict[str, tuple[str, Callable[[Tensor, Tensor], Tensor]]] = {
     "square": ("a^2", lambda a, b: a * a),
     "sqrt": ("sqrt(a)", lambda a, b: torch.sqrt(a)),
 }
-SPLITS = ("validation", "interpolation", "extrapolation")
-
 
 @dataclass(frozen=True)
 class Split:
@@ -91,7 +90,7 @@ def runs_of(items: Sequence[str]):
 
 def check_splits(train: Split, extrap: Split, op: str) -> None:
     """Refuse ranges under which extrapolation would not test extrapolation."""
-    for name, s in (("interpolation", train), ("extrapolation", extrap)):
+    for name, s in ((INTERPOLATION, train), (EXTRAPOLATION, extrap)):
         if not s.low < s.high:
             raise ConfigError(f"{name} range [{s.low}, {s.high}] is empty: low must be < high")
         if op == "sqrt" and s.low < 0:
@@ -140,9 +139,9 @@ class ArithmeticProblem:
         self.data_gens = training_streams("arithmetic", seeds, self.shared_batches, cfg.data_seed)
         interp = Split(self.train.low, self.train.high, self.train.length, cfg.test_samples)
         self.sets = {
-            "validation": self._draw(interp, "validation"),
-            "interpolation": self._draw(interp, "interpolation"),
-            "extrapolation": self._draw(extrap, "extrapolation"),
+            VALIDATION: self._draw(interp, VALIDATION),
+            INTERPOLATION: self._draw(interp, INTERPOLATION),
+            EXTRAPOLATION: self._draw(extrap, EXTRAPOLATION),
         }
 
     def to(self, device: torch.device) -> ArithmeticProblem:
@@ -202,7 +201,7 @@ class ArithmeticProblem:
         wider than their task's (26 inputs overlapping by 13 where the task has 25 overlapping by
         12), at the same offset. It is the looser of the two for +, /, sqrt; ours (``widen=0``)
         is the one that belongs to the task."""
-        x = self.sets["extrapolation"][0].double()  # float32 would blur an epsilon of 1e-5
+        x = self.sets[EXTRAPOLATION][0].double()  # float32 would blur an epsilon of 1e-5
         masks = None
         if widen:
             size, overlap = self.subset_size + widen, self.overlap + widen
@@ -216,7 +215,7 @@ class ArithmeticProblem:
     def reference_mse(self, model: nn.Module) -> Metrics:
         """Mean MSE over the members of a randomly initialised ``model``, against each seed's targets."""
         out = {}
-        for name in ("interpolation", "extrapolation"):
+        for name in (INTERPOLATION, EXTRAPOLATION):
             x, y = self.sets[name]
             pred = predict(model, x)[..., 0]  # [R, N]
             t = y[..., 0]  # [M, N]
@@ -264,7 +263,7 @@ def run_group(cfgs: Sequence[DictConfig], log, recurrent: bool) -> list[dict]:
     ops = [c.task.op for c in cfgs for _ in c.seeds]
     problem = ArithmeticProblem(cfg.task, seeds, recurrent, ops=ops)
     in_features = cfg.task.input_size
-    result, fitted = train_cell(cfg, problem, in_features, 1, recurrent, log, select="validation", seeds=seeds)
+    result, fitted = train_cell(cfg, problem, in_features, 1, recurrent, log, select=VALIDATION, seeds=seeds)
     threshold = problem.success_threshold(cfg.task.success.epsilon).cpu()
     # the threshold behind Madsen & Johansen's published rates, for the static task they ran
     published = None if recurrent else problem.success_threshold(cfg.task.success.epsilon, widen=1).cpu()
@@ -282,10 +281,10 @@ def run_group(cfgs: Sequence[DictConfig], log, recurrent: bool) -> list[dict]:
         m["reference"] = {k: float(v[i]) for k, v in reference.items()}
         # solved: extrapolation MSE at the best validation step below the near-perfect model's
         m["success_threshold"] = float(threshold[i])
-        m["solved"] = bool(m["best"]["extrapolation"] < threshold[i])  # NaN: not solved
+        m["solved"] = bool(m["best"][EXTRAPOLATION] < threshold[i])  # NaN: not solved
         if published is not None:  # under the threshold behind Madsen & Johansen's published rates
             m["success_threshold_published"] = float(published[i])
-            m["solved_published"] = bool(m["best"]["extrapolation"] < published[i])
+            m["solved_published"] = bool(m["best"][EXTRAPOLATION] < published[i])
         m["sparsity_error"] = float(sparsity[i]) if sparsity is not None else None
     out, start = [], 0
     for c in cfgs:

@@ -12,6 +12,7 @@ from nalu import device as devices
 from nalu.ensemble import init_members
 from nalu.errors import ConfigError
 from nalu.train import EvalSchedule, FitResult, Problem, fit
+from tasks.metrics import Member
 
 
 def model_factory(model_cfg: DictConfig) -> Callable[..., nn.Module]:
@@ -33,8 +34,8 @@ def build_model(
         raise ConfigError(f"model config does not fit this task: {e}") from None
 
 
-def summarise(result: FitResult, seeds: list[int]) -> list[dict]:
-    """One JSON-able record per seed."""
+def summarise(result: FitResult, seeds: list[int]) -> list[Member]:
+    """One JSON-able record per seed (``tasks.metrics.Member``)."""
 
     def at(metrics: dict, i: int) -> dict:
         return {k: float(v[i]) for k, v in metrics.items()}

@@ -19,6 +19,7 @@ from nalu.seeding import training_streams
 from nalu.train import Metrics
 from tasks import Task
 from tasks.cell import train_cell
+from tasks.metrics import MAE_AT_MINUS20, MAE_AT_PLUS20, TABLE5_MAE
 
 
 def grid(spec: DictConfig) -> Tensor:
@@ -55,7 +56,7 @@ class IdentityProblem:
     def evaluate(self, model: nn.Module) -> Metrics:
         return {
             "interpolation_mae": (model(self.interp) - self.interp).abs().mean((1, 2)),
-            "table5_mae": (model(self.table5) - self.table5).abs().mean((1, 2)),
+            TABLE5_MAE: (model(self.table5) - self.table5).abs().mean((1, 2)),
         }
 
     def curve(self, model: nn.Module) -> Tensor:
@@ -70,8 +71,8 @@ def run(cfg: DictConfig, log) -> dict:
     summary, fit = train_cell(cfg, problem, 1, 1, False, log, select=None)
     err = problem.curve(fit.best_model)  # [M, points]; select=None: the final weights
     for i, member in enumerate(summary["members"]):
-        member["final"]["mae_at_minus20"] = float(err[i, 0])
-        member["final"]["mae_at_plus20"] = float(err[i, -1])
+        member["final"][MAE_AT_MINUS20] = float(err[i, 0])
+        member["final"][MAE_AT_PLUS20] = float(err[i, -1])
     finite = torch.isfinite(err).all(1)
     return {
         **summary,

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from suite.io import read_json, write_text_atomic
+from tasks.metrics import VALIDATION
 
 PAPER_DIR = Path(__file__).resolve().parents[2] / "results" / "paper"
 
@@ -120,7 +121,7 @@ def choose_seed(members: list[dict], checkpoint: str = "best") -> int | None:
     """Index of the seed with the lowest validation error among seeds that did not diverge
     (what a practitioner would pick without looking at the test sets), or None if none is left."""
     diverged = np.array([m["diverged"] for m in members])
-    validation = np.array([m[checkpoint]["validation"] for m in members], dtype=float)
+    validation = np.array([m[checkpoint][VALIDATION] for m in members], dtype=float)
     eligible = ~diverged & np.isfinite(validation)
     return int(np.argmin(np.where(eligible, validation, np.inf))) if eligible.any() else None
 

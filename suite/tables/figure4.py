@@ -17,6 +17,7 @@ import pandas as pd
 
 from suite.io import write_text_atomic
 from suite.tables.common import load_cells, require, save_figure, to_markdown
+from tasks import metrics
 
 MODELS = {"ugrnn": "UGRNN", "lstm": "LSTM", "dnc": "DNC", "ugrnn_nalu": "UGRNN + NALU",
           "lstm_nalu": "LSTM + NALU", "dnc_nalu": "DNC + NALU", "nalu": "recurrent NALU"}
@@ -29,8 +30,8 @@ def rows(cells: list[dict]) -> pd.DataFrame:
         members = c["members"]
         diverged = np.array([m["diverged"] for m in members])
         for d in c["domains"]:
-            for metric in ("mae", "accuracy"):
-                v = np.array([m["best"][f"{metric}_{d}"] for m in members], dtype=float)
+            for metric, key in (("mae", metrics.mae), ("accuracy", metrics.accuracy_on)):
+                v = np.array([m["best"][key(d)] for m in members], dtype=float)
                 ok = ~diverged & np.isfinite(v)
                 mean = float(v[ok].mean()) if ok.any() else math.nan
                 sd = float(v[ok].std()) if ok.sum() > 1 else 0.0

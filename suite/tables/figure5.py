@@ -17,6 +17,7 @@ import pandas as pd
 
 from suite.io import write_text_atomic
 from suite.tables.common import load_cells, paper, require, save_figure, to_markdown
+from tasks import metrics
 
 AGENTS = {"a3c": "A3C", "a3c_nac": "A3C + NAC", "a3c_nac:feedback": "A3C + NAC (fed back into the LSTM)",
           "a3c_nac:countdown": "A3C + NAC (countdown from the command)",
@@ -36,8 +37,8 @@ def rows(cells: list[dict]) -> pd.DataFrame:
     for c in cells:
         members = c["members"]
         for cmd in c["commands"]:
-            v = np.array([m["final"][f"reward_{cmd}"] for m in members], dtype=float)
-            early = np.array([m["final"][f"early_{cmd}"] for m in members], dtype=float)
+            v = np.array([m["final"][metrics.reward(cmd)] for m in members], dtype=float)
+            early = np.array([m["final"][metrics.early(cmd)] for m in members], dtype=float)
             lo, hi = c["train_commands"]
             out.append({"agent": agent_key(c), "command": cmd, "mean": v.mean(), "min": v.min(), "max": v.max(),
                         "early_pct": early.mean(), "in_training": lo <= cmd <= hi, "seeds": len(members),

@@ -12,9 +12,10 @@ from nalu.scoring import wilson_interval
 from suite.tables.common import (
     choose_seed, fmt, load_cells, machines, paper, paper_float, quantiles, require, to_markdown, write_table,
 )
+from tasks.metrics import EXTRAPOLATION, INTERPOLATION
 
 FUNCTIONS = ["a+b", "a-b", "a*b", "a/b", "a^2", "sqrt(a)"]
-RANGES = ["interpolation", "extrapolation"]
+RANGES = [INTERPOLATION, EXTRAPOLATION]
 # (task in the paper's CSV, our task name, our model name, the paper's column header)
 COLUMNS = [
     ("static", "static_arithmetic", "relu6", "ReLU6"),
@@ -71,7 +72,7 @@ def cell_rows(cell: dict, checkpoint: str, reference: str, solved_below: float) 
             "q25": q25,
             "q75": q75,
             "solved": int((score < solved_below).sum()),
-            "success": success if rng == "extrapolation" else math.nan,
+            "success": success if rng == EXTRAPOLATION else math.nan,
             "diverged": int(diverged.sum()),
             "seeds": len(members),
             "chosen_seed": members[chosen]["seed"] if chosen is not None else None,
@@ -155,7 +156,7 @@ def build(static: Path, recurrent: Path, out: Path, checkpoint: str = "best",
 
     # the paper's layout: ranges x functions down, the eight model columns across
     table = []
-    for rng in ["interpolation", "extrapolation"]:
+    for rng in RANGES:
         for fn in FUNCTIONS:
             row = {"range": rng, "function": fn}
             for task, _, model, header in COLUMNS:
@@ -178,7 +179,7 @@ def build(static: Path, recurrent: Path, out: Path, checkpoint: str = "best",
        "spread", "solved", "success", "diverged", "chosen_seed", "chosen_step"]]
     agree = (df.verdict == "match").sum() + (df.verdict == "match (>999)").sum()
     budget = {c["task"].split("_")[0]: c["steps"] for c in cells}
-    ext = df[df.range == "extrapolation"]
+    ext = df[df.range == EXTRAPOLATION]
     still = ext[(ext.chosen_step == ext.task.map(budget)) & (ext.ours >= solved_below)]
     still_improving = (f" In {len(still)} of the {int(ext.ours.notna().sum())} cells run, the chosen "
                        "seed had not solved extrapolation and its best validation step was the last "
@@ -205,7 +206,7 @@ def build(static: Path, recurrent: Path, out: Path, checkpoint: str = "best",
 def selection_text(df: pd.DataFrame) -> str:
     """Cell by cell, where the paper prints 0.0 on extrapolation: does the seed validation picks
     print 0.0, does the best seed on the test range itself (the oracle), or neither."""
-    zero = df[(df.range == "extrapolation") & (df.paper < 0.05) & df.ours.notna()]
+    zero = df[(df.range == EXTRAPOLATION) & (df.paper < 0.05) & df.ours.notna()]
     groups = {"validation": [], "oracle": [], "neither": []}
     for r in zero.itertuples():
         name = f"{r.task} {r.model} {r.function}"

@@ -11,15 +11,12 @@ import pandas as pd
 from suite.tables.common import (
     choose_seed, describe_encoder, fmt, load_cells, paper, quantiles, require, to_markdown, write_table,
 )
+from tasks import metrics
 
 MODELS = ["lstm", "gru", "rnn_tanh", "rnn_relu", "nac", "nalu"]
 HEADERS = {"lstm": "LSTM", "gru": "GRU", "rnn_tanh": "RNN-tanh", "rnn_relu": "RNN-ReLU",
            "nac": "NAC", "nalu": "NALU"}
 LENGTHS = [1, 10, 100, 1000]
-
-
-def metric(length: int) -> str:
-    return "accuracy_1" if length == 1 else f"mae_{length}"
 
 
 def cell_rows(cell: dict) -> list[dict]:
@@ -28,7 +25,7 @@ def cell_rows(cell: dict) -> list[dict]:
     chosen = choose_seed(members, "best")
     rows = []
     for L in LENGTHS:
-        v = np.array([m["best"][metric(L)] for m in members], dtype=float)
+        v = np.array([m["best"][metrics.series_metric(L)] for m in members], dtype=float)
         # accuracy: higher is better, so a diverged seed counts as 0; errors count as +inf
         v = np.where(diverged | np.isnan(v), 0.0 if L == 1 else np.inf, v)
         q25, median, q75 = quantiles(v)

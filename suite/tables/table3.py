@@ -17,6 +17,8 @@ import pandas as pd
 
 from suite.io import write_text_atomic
 from suite.tables.common import fmt, load_cells, paper, require, save_figure, to_markdown, write_table
+from tasks import metrics
+from tasks.metrics import VALIDATION
 
 # our model name -> (row label, the paper's row)
 MODELS = {
@@ -25,7 +27,7 @@ MODELS = {
     "lstm_nac": ("LSTM + NAC", "lstm_nac"),
     "lstm_nalu": ("LSTM + NALU", "lstm_nalu"),
 }
-SPLITS = ["train", "validation", "test"]
+SPLITS = ["train", VALIDATION, "test"]
 
 
 def candidates(cells: list[dict]) -> pd.DataFrame:
@@ -37,8 +39,8 @@ def candidates(cells: list[dict]) -> pd.DataFrame:
             rows.append({
                 "model": c["model"], "lstm_size": t["lstm_size"], "lr": o["lr"], "seed": m["seed"],
                 "member": i, "diverged": m["diverged"], "best_step": m["best_step"],
-                "validation_mse": m["best"]["validation"] if not m["diverged"] else math.nan,
-                **{f"mae_{s}": m["best"][f"mae_{s}"] for s in SPLITS}, "cell": c,
+                "validation_mse": m["best"][VALIDATION] if not m["diverged"] else math.nan,
+                **{f"mae_{s}": m["best"][metrics.mae(s)] for s in SPLITS}, "cell": c,
             })
     return pd.DataFrame(rows)
 

@@ -11,6 +11,7 @@ import pandas as pd
 from suite.tables.common import (
     choose_seed, describe_encoder, fmt, load_cells, paper, quantiles, require, to_markdown, write_table,
 )
+from tasks.metrics import ACCURACY
 
 LABELS = {
     "wx_plus_b": "Wx + b", "sigmoid_w_x_plus_b": "sigmoid(W)x + b", "sigmoid_w_x": "sigmoid(W)x",
@@ -23,7 +24,7 @@ TARGET_WORDS = {"odd_count": "the number of odd digits (odd exactly when the sum
 def cell_row(cell: dict) -> dict:
     members = cell["members"]
     diverged = np.array([m["diverged"] for m in members])
-    acc = np.array([m["best"]["accuracy"] for m in members])
+    acc = np.array([m["best"][ACCURACY] for m in members])
     acc = np.where(diverged | np.isnan(acc), 0.0, acc)
     chosen = choose_seed(members)
     q25, median, q75 = quantiles(acc)

@@ -11,6 +11,7 @@ import pandas as pd
 
 from suite.io import write_text_atomic
 from suite.tables.common import fmt, load_cells, paper, quantiles, require, save_figure, to_markdown, write_table
+from tasks.metrics import MAE_AT_MINUS20, MAE_AT_PLUS20, TABLE5_MAE
 
 
 def rows(cells: list[dict]) -> pd.DataFrame:
@@ -20,18 +21,18 @@ def rows(cells: list[dict]) -> pd.DataFrame:
         name = str(c["activation"]).lower()
         members = c["members"]
         div = np.array([m["diverged"] for m in members])
-        mae = np.array([m["final"]["table5_mae"] for m in members])
+        mae = np.array([m["final"][TABLE5_MAE] for m in members])
         mae = np.where(div, np.nan, mae)
         ok = np.isfinite(mae)
         q25, median, q75 = quantiles(np.where(ok, mae, np.inf))
-        at = {k: np.array([m["final"][k] for m in members]) for k in ("mae_at_minus20", "mae_at_plus20")}
+        at = {k: np.array([m["final"][k] for m in members]) for k in (MAE_AT_MINUS20, MAE_AT_PLUS20)}
         out.append({
             "nonlinearity": name,
             "mae_mean": float(mae[ok].mean()) if ok.any() else math.nan,
             "mae_median": median, "mae_q25": q25, "mae_q75": q75,
             "non_finite": int((~ok).sum()), "diverged": int(div.sum()), "seeds": len(members),
-            "at_minus20": float(np.nanmean(np.where(ok, at["mae_at_minus20"], np.nan))),
-            "at_plus20": float(np.nanmean(np.where(ok, at["mae_at_plus20"], np.nan))),
+            "at_minus20": float(np.nanmean(np.where(ok, at[MAE_AT_MINUS20], np.nan))),
+            "at_plus20": float(np.nanmean(np.where(ok, at[MAE_AT_PLUS20], np.nan))),
             "steps": c["steps"], "lr": c["config"]["optimizer"]["lr"],
             "curve_x": c["curve"]["x"], "curve_mean": c["curve"]["mean"],
         })

@@ -27,6 +27,7 @@ import pandas as pd
 from nalu.scoring import wilson_interval
 from suite.io import write_text_atomic
 from suite.tables.common import load_cells, machines, paper, paper_float, require, save_figure, to_markdown
+from tasks.metrics import EXTRAPOLATION
 
 FUNCTIONS = ["a+b", "a-b", "a*b", "a/b", "a^2", "sqrt(a)"]
 UNITS = {"nac": "NAC", "nalu": "NALU", "nau": "NAU", "nmu": "NAU + NMU", "inalu": "iNALU", "npu": "NAU + NPU",
@@ -36,7 +37,7 @@ UNITS = {"nac": "NAC", "nalu": "NALU", "nau": "NAU", "nmu": "NAU + NMU", "inalu"
 def first_solved_steps(run_dir: Path, thresholds: dict[int, float]) -> dict[int, int]:
     """Per seed, the first evaluation step whose extrapolation MSE is below its threshold."""
     h = pd.read_csv(run_dir / "history.csv")
-    h = h[h.metric == "extrapolation"]
+    h = h[h.metric == EXTRAPOLATION]
     out = {}
     for seed, t in thresholds.items():
         below = h[(h.seed == seed) & (h.value < t)]

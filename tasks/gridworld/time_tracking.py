@@ -29,6 +29,7 @@ from tasks import Task
 from tasks.gridworld import workers
 from tasks.gridworld.agent import WIRINGS, Agent, make_agent
 from tasks.gridworld.env import MAX_COMMAND, GridWorldTime
+from tasks import metrics
 
 AGENTS = ("a3c", "a3c_nac")
 
@@ -65,8 +66,8 @@ def evaluate(agent: Agent, env_cfg: dict, commands: list[int], episodes: int, gr
     reward, early = reward.reshape(M, len(commands), episodes), early.reshape(M, len(commands), episodes)
     out = {}
     for k, c in enumerate(commands):
-        out[f"reward_{c}"] = torch.from_numpy(reward[:, k].mean(1)).float()
-        out[f"early_{c}"] = torch.from_numpy(100 * early[:, k].mean(1)).float()
+        out[metrics.reward(c)] = torch.from_numpy(reward[:, k].mean(1)).float()
+        out[metrics.early(c)] = torch.from_numpy(100 * early[:, k].mean(1)).float()
     return out
 
 
@@ -140,9 +141,9 @@ def run(cfg: DictConfig, log) -> dict:
     inside = [c for c in commands if lo <= c <= hi]
     beyond = [c for c in commands if c > hi]
     if inside:
-        final["reward_train"] = torch.stack([final[f"reward_{c}"] for c in inside]).mean(0)
+        final[metrics.reward("train")] = torch.stack([final[metrics.reward(c)] for c in inside]).mean(0)
     if beyond:
-        final["reward_beyond"] = torch.stack([final[f"reward_{c}"] for c in beyond]).mean(0)
+        final[metrics.reward("beyond")] = torch.stack([final[metrics.reward(c)] for c in beyond]).mean(0)
     log.metrics(summary["frames"], final)
     save_agent(log.out_dir / "agent.pt", agent, settings, seeds)
     diverged = summary.pop("diverged_at")

@@ -24,6 +24,8 @@ from nalu.train import Metrics
 from tasks.language import number_words as nw
 from tasks import Task
 from tasks.cell import model_factory, train_cell
+from tasks import metrics
+from tasks.metrics import VALIDATION
 
 
 class WordsToNumber(nn.Module):
@@ -80,8 +82,8 @@ class TranslationProblem:
         for name, (tokens, y) in self.sets.items():
             err = model(tokens) - y
             if name == "validation":
-                out["validation"] = err.square().mean((1, 2))
-            out[f"mae_{name}"] = err.abs().mean((1, 2))
+                out[VALIDATION] = err.square().mean((1, 2))
+            out[metrics.mae(name)] = err.abs().mean((1, 2))
         return out
 
 
@@ -94,7 +96,7 @@ def run(cfg: DictConfig, log) -> dict:
         core = core_factory(in_features=t.embedding, out_features=1, members=members, recurrent=True)
         return WordsToNumber(Embedding(len(problem.vocabulary), t.embedding, members), core)
 
-    summary, result = train_cell(cfg, problem, t.embedding, 1, True, log, select="validation", factory=factory)
+    summary, result = train_cell(cfg, problem, t.embedding, 1, True, log, select=VALIDATION, factory=factory)
     test = set(problem.split.test)
     shown = [n for n in t.figure_numbers if n in test]
     figure = {"numbers": shown, "tokens": [nw.words(n) for n in shown], "running": []}

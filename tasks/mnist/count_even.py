@@ -36,6 +36,7 @@ from tasks.mnist import canvas as mnist_canvas
 from tasks.mnist import data as mnist_data
 from tasks import Task
 from tasks.cell import train_cell
+from tasks.metrics import ACCURACY, VALIDATION
 
 SEGUI = "segui"  # Seguí et al.'s softmax head, beside the final layers of baselines.constrained
 
@@ -83,12 +84,12 @@ class CountEvenProblem(mnist_data.DigitsProblem):
         val, test = self._predict(model, self.val_canvases), self._predict(model, self.test_canvases)
         if self.classify:
             answer = test.argmax(-1).float()
-            out = {"validation": cross_entropy(val, self.val_count[None].expand(len(val), -1))}
+            out = {VALIDATION: cross_entropy(val, self.val_count[None].expand(len(val), -1))}
         else:
             val, test = val[..., 0], test[..., 0]
             answer = rounded(test)
-            out = {"validation": (val - self.val_count).square().mean(1)}
-        out["accuracy"] = 100 * (answer == self.test_count).float().mean(1)
+            out = {VALIDATION: (val - self.val_count).square().mean(1)}
+        out[ACCURACY] = 100 * (answer == self.test_count).float().mean(1)
         out["mae"] = (answer - self.test_count).abs().mean(1) if self.classify else (test - self.test_count).abs().mean(1)
         return out
 
@@ -120,7 +121,7 @@ def run(cfg: DictConfig, log) -> dict:
             return CountingNet(encoder, ensemble.Linear(t.encoder.features, t.max_digits + 1, members))
         return CountingNet(encoder, ConstrainedLinear(t.encoder.features, 1, members, t.final_layer))
 
-    summary, _ = train_cell(cfg, problem, t.canvas * t.canvas, 1, False, log, select="validation", factory=factory)
+    summary, _ = train_cell(cfg, problem, t.canvas * t.canvas, 1, False, log, select=VALIDATION, factory=factory)
     return {**summary, "final_layer": t.final_layer}
 
 

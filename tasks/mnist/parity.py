@@ -37,6 +37,7 @@ from nalu.train import Metrics
 from tasks.mnist import data as mnist_data
 from tasks import Task
 from tasks.cell import train_cell
+from tasks.metrics import ACCURACY, VALIDATION
 
 TARGETS = ("odd_count", "sum")
 
@@ -69,11 +70,11 @@ class ParityProblem(mnist_data.DigitsProblem):
 
     def evaluate(self, model: nn.Module) -> Metrics:
         val_target = self.target(self.val_labels[self.val_index]).float()
-        out = {"validation": (self._predict(model, self.val_images, self.val_index) - val_target).square().mean(1)}
+        out = {VALIDATION: (self._predict(model, self.val_images, self.val_index) - val_target).square().mean(1)}
         test_target = self.target(self.test_labels[self.test_index])
         s = self._predict(model, self.test_images, self.test_index)
         answer = rounded(s)
-        out["accuracy"] = 100 * (answer.remainder(2) == test_target.remainder(2)).float().mean(1)
+        out[ACCURACY] = 100 * (answer.remainder(2) == test_target.remainder(2)).float().mean(1)
         out["count_accuracy"] = 100 * (answer == test_target).float().mean(1)
         return out
 
@@ -88,7 +89,7 @@ def run(cfg: DictConfig, log) -> dict:
         final = ConstrainedLinear(t.digits * t.encoder.features, 1, members, t.final_layer)
         return OverDigits(encoder, final, flatten=True)
 
-    summary, _ = train_cell(cfg, problem, 28 * 28, 1, False, log, select="validation", factory=factory)
+    summary, _ = train_cell(cfg, problem, 28 * 28, 1, False, log, select=VALIDATION, factory=factory)
     return {**summary, "final_layer": t.final_layer}
 
 

@@ -35,6 +35,8 @@ from nalu.train import Metrics
 from tasks.mnist import data as mnist_data
 from tasks import Task
 from tasks.cell import model_factory, train_cell
+from tasks import metrics
+from tasks.metrics import VALIDATION
 
 OUTPUTS = {"counting": 10, "addition": 1}
 
@@ -90,16 +92,16 @@ class SeriesProblem(mnist_data.DigitsProblem):
     def evaluate(self, model: OverDigits) -> Metrics:
         val_feats = self._encode(model, self.val_images)
         pred = self._predict(model, val_feats, self.val_index)
-        out = {"validation": (pred - self.label(self.val_labels[self.val_index])).square().mean((1, 2))}
+        out = {VALIDATION: (pred - self.label(self.val_labels[self.val_index])).square().mean((1, 2))}
         test_feats = self._encode(model, self.test_images)
         for L, index in self.test_index.items():
             pred = self._predict(model, test_feats, index)
             target = self.label(self.test_labels[index])
             if L == 1:
                 hit = (pred.round() == target).all(-1).float()
-                out["accuracy_1"] = 100 * hit.mean(1)
+                out[metrics.series_metric(1)] = 100 * hit.mean(1)
             else:
-                out[f"mae_{L}"] = (pred - target).abs().mean((1, 2))
+                out[metrics.series_metric(L)] = (pred - target).abs().mean((1, 2))
         return out
 
 
@@ -136,7 +138,7 @@ def run(cfg: DictConfig, log) -> dict:
     seeds = list(cfg.seeds)
     kind = cfg.task.kind
     problem = SeriesProblem(cfg.task, seeds, Path(cfg.data_dir))
-    summary, _ = train_cell(cfg, problem, 28 * 28, OUTPUTS[kind], True, log, select="validation",
+    summary, _ = train_cell(cfg, problem, 28 * 28, OUTPUTS[kind], True, log, select=VALIDATION,
                             factory=factory_for(cfg))
     return {**summary, "kind": kind, "supervise": cfg.task.supervise}
 

@@ -27,6 +27,8 @@ from nalu.train import Metrics
 from tasks.programs import generate as programs
 from tasks import Task
 from tasks.cell import model_factory, train_cell
+from tasks import metrics
+from tasks.metrics import VALIDATION
 
 
 class CharsToNumber(nn.Module):
@@ -83,11 +85,11 @@ class ProgramProblem:
 
     def evaluate(self, model: nn.Module) -> Metrics:
         ids, y = self.validation
-        out = {"validation": (self._predict(model, ids) - y).square().mean((1, 2))}
+        out = {VALIDATION: (self._predict(model, ids) - y).square().mean((1, 2))}
         for domain, (ids, y) in self.tests.items():
             pred = self._predict(model, ids)
-            out[f"mae_{domain}"] = (pred - y).abs().mean((1, 2))
-            out[f"accuracy_{domain}"] = 100 * (rounded(pred) == y).float().mean((1, 2))
+            out[metrics.mae(domain)] = (pred - y).abs().mean((1, 2))
+            out[metrics.accuracy_on(domain)] = 100 * (rounded(pred) == y).float().mean((1, 2))
         return out
 
 
@@ -102,7 +104,7 @@ def run(cfg: DictConfig, log) -> dict:
         core = core_factory(in_features=width, out_features=1, members=members, recurrent=True)
         return CharsToNumber(Embedding(programs.NUMBER + 1, t.embedding, members), core)
 
-    summary, _ = train_cell(cfg, problem, width, 1, True, log, select="validation", factory=factory)
+    summary, _ = train_cell(cfg, problem, width, 1, True, log, select=VALIDATION, factory=factory)
     return {**summary, "kind": problem.kind, "encoding": problem.encoding, "domains": sorted(problem.tests)}
 
 
