@@ -183,12 +183,13 @@ def init_members(model: nn.Module, seeds: Sequence[int]) -> None:
     may also define ``after_init_member(i)``, called once every module has been initialised (a
     container overriding part of what its children drew).
     """
+    drawing, completing = having(model, "init_member"), having(model, "after_init_member")
     for i, seed in enumerate(seeds):
         g = torch.Generator().manual_seed(int(seed))
         with torch.no_grad():
-            for module in having(model, "init_member"):
+            for module in drawing:
                 module.init_member(i, g)
-            for module in having(model, "after_init_member"):
+            for module in completing:
                 module.after_init_member(i)
 
 
