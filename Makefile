@@ -56,11 +56,11 @@ bench: install  ## print throughput figures (member-steps per second); DEVICE=cu
 reproduce-all: data  ## every target below in turn, skipping those up to date; a summary at the end (about 4.3 h on 2 cores)
 	$(PY) scripts/reproduce_all.py --jobs $(JOBS)
 
-reproduce-table1: install  ## Table 1: static + recurrent arithmetic, 10 seeds per cell -> results/table1.* (BUDGET=paper: table1_paper.*)
-	$(RUN) -m +experiment=table1_static$(PAPER) $(SWEEP)
-	$(RUN) -m +experiment=table1_recurrent$(PAPER) $(SWEEP)
-	$(TABLES) table1 --static $(RUNS)/table1_static$(PAPER) --recurrent $(RUNS)/table1_recurrent$(PAPER) \
-		--out results --name table1$(PAPER)
+reproduce-table1: install  ## Table 1: static + recurrent arithmetic, 10 seeds per cell -> results/table1.* (BUDGET=paper: table1_paper.*; VARIANT=seeds100: NAC and NALU with 100 seeds, table1_seeds100.*)
+	$(RUN) -m +experiment=table1_static$(PAPER)$(V) $(SWEEP)
+	$(RUN) -m +experiment=table1_recurrent$(PAPER)$(V) $(SWEEP)
+	$(TABLES) table1 --static $(RUNS)/table1_static$(PAPER)$(V) --recurrent $(RUNS)/table1_recurrent$(PAPER)$(V) \
+		--out results --name table1$(PAPER)$(V)
 
 reproduce-table2: data  ## Table 2: MNIST counting + addition, 12 cells x 3 seeds -> results/table2.* (VARIANT=last: supervised after the last digit only; select100: NALU picked on length 100)
 	$(if $(filter select100,$(VARIANT)),:,$(RUN) -m +experiment=table2$(V) $(SWEEP))
@@ -88,10 +88,13 @@ reproduce-figure5: install  ## Figure 5: grid-world time tracking, A3C and A3C +
 	$(RUN) -m +experiment=figure5$(V) hydra/launcher=basic $(DRY)
 	$(TABLES) figure5 --runs $(if $(V),multirun/figure5) multirun/figure5$(V) --out results --name figure5$(V)
 
-reproduce-units: install  ## NAC, NALU, NAU, NMU, iNALU, NPU, RealNPU + baselines, 54 cells x 10 seeds, + 3 longer -> results/units.* (BUDGET=paper: units_paper.*)
+reproduce-units: install  ## NAC, NALU, NAU, NMU, iNALU, NPU, RealNPU + baselines, 54 cells x 10 seeds, + 3 longer -> results/units.* (BUDGET=paper: units_paper.*; VARIANT=seeds100: 100 seeds per cell, units_seeds100.*)
 ifeq ($(BUDGET),paper)
 	$(RUN) -m +experiment=units_paper $(SWEEP)
-	$(TABLES) units --runs results/cells/units_paper results/cells/table1_static_paper --out results --name units_paper
+	$(TABLES) units --runs results/cells/units_paper results/cells/table1_static_paper --long none --out results --name units_paper
+else ifneq ($(VARIANT),)
+	$(RUN) -m +experiment=units$(V) $(SWEEP)
+	$(TABLES) units --runs multirun/units$(V) --long none --out results --name units$(V)
 else
 	$(RUN) -m +experiment=units $(SWEEP)
 	$(RUN) -m +experiment=units_long model=nmu task.op=mul task.steps=1500000 progress=false $(DRY) $(ON) & nmu=$$!; trap 'kill $$nmu; wait $$nmu; exit 130' INT TERM; \

@@ -63,7 +63,7 @@ def parser() -> argparse.ArgumentParser:
     un.add_argument("--runs", type=Path, nargs="+", default=[Path("multirun/units")],
                     help="sweep folders whose static arithmetic cells make the table")
     un.add_argument("--long", type=Path, default=Path("multirun/units_long"),
-                    help="the same cells with longer budgets (left out if absent)")
+                    help="the same cells with longer budgets (left out if absent; 'none': left out)")
     un.add_argument("--out", type=Path, default=Path("results"))
     un.add_argument("--name", default="units", help="the files' stem: <out>/<name>.md, .csv, .png (units_paper)")
     cv = sub.add_parser("curves", help="plot a run directory's history.csv")
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     elif a.what == "units":
         from suite.tables import units
 
-        paths = units.build(a.runs, a.out, a.long, a.name)
+        paths = units.build(a.runs, a.out, None if str(a.long) == "none" else a.long, a.name)
     elif a.what in SIMPLE:
         module = importlib.import_module(f"suite.tables.{SIMPLE[a.what][0]}")
         paths = module.build(a.runs, a.out, **({"name": a.name} if hasattr(a, "name") else {}))
