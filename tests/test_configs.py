@@ -68,4 +68,5 @@ def test_make_targets_name_existing_experiments():
         base = experiment.removesuffix("_paper")
         variant = experiment.rsplit("_", 1)[0]
         assert (f"+experiment={experiment} " in makefile or f"+experiment={base}$(PAPER) " in makefile
-                or f"+experiment={base}_paper " in makefile or f"+experiment={variant}$(V) " in makefile), experiment
+                or f"+experiment={base}_paper " in makefile or f"+experiment={variant}$(V) " in makefile
+                or f"+experiment={base}$(PAPER)$(V) " in makefile or f"+experiment={variant}$(PAPER)$(V) " in makefile), experiment
