@@ -9,7 +9,9 @@ taken in turns, so that a busy moment of the machine does not decide a ratio. Pr
   the compiled step (``nalu.fast``), with its compile time, and each ratio to the 10-member cell;
 - the projected wall time of Table 1 at ``budget=paper`` on 2 cores: static (5,000,000 steps,
   four groups, one per model, of 6 ops x 10 seeds) and recurrent (2,000,000 steps, NAC and NALU),
-  two groups at a time, the paper budget's thinned evaluation schedule included.
+  two groups at a time, the paper budget's thinned evaluation schedule included;
+- the iNALU's sign product as written (``mixed_sign_product``, the reference) against the matmuls
+  that replace it (``mixed_sign``), in the units table's group of 6 ops x 10 seeds.
 """
 
 from __future__ import annotations
@@ -103,6 +105,25 @@ def arithmetic(title: str, base: list[str], steps: int, repeats: int, device: to
     return cases
 
 
+def inalu_sign(steps: int, repeats: int, device: torch.device) -> None:
+    """The iNALU (autograd; ``nalu.fast`` does not compile it) with each way of taking its sign."""
+    import nalu.units.inalu as inalu
+
+    ways = {"product (the reference)": inalu.mixed_sign_product, "matmuls (nalu.units.inalu)": inalu.mixed_sign}
+    case, best = Case(["task=static_arithmetic", "model=inalu"], 10, 6, "autograd", device), dict.fromkeys(ways, 0.0)
+    for _ in range(repeats):
+        for name, way in ways.items():
+            inalu.mixed_sign = way  # the module global its forward calls
+            try:
+                best[name] = max(best[name], case.rate(steps))
+            finally:
+                inalu.mixed_sign = ways["matmuls (nalu.units.inalu)"]
+    print("static iNALU, 6 ops x 10 seeds (the units table's group), autograd, the sign of the product:")
+    reference = best["product (the reference)"]
+    for name, rate in best.items():
+        print(f"  {name:<36} {rate:>9,.0f} member-steps/s  ({rate / reference:4.1f}x the reference)")
+
+
 def evaluations(task: str) -> tuple[int, int]:
     """(steps, evaluations) of ``task`` at ``budget=paper`` (its thinned schedule)."""
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
@@ -188,6 +209,7 @@ def main() -> None:
     projection("static_arithmetic", ("relu6", "none", "nac", "nalu"), a.steps, a.repeats, device)
     print("Table 1 recurrent at Hoedt et al.'s budget (budget=paper: NAC and NALU), fused and compiled:")
     projection("recurrent_arithmetic", ("nac", "nalu"), a.steps // 5, a.repeats, device)
+    inalu_sign(a.steps // 10, a.repeats, device)
     others = {
         "static ReLU6 MLP (batch 128, input 100, hidden 2)": (["task=static_arithmetic", "model=relu6"], 10, a.steps),
         "recurrent LSTM (batch 128, length 10, state 2), autograd": (["task=recurrent_arithmetic", "model=lstm"],

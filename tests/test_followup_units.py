@@ -1,4 +1,5 @@
-"""NAU, NMU, iNALU, NPU, RealNPU: exact hand-set solutions, clamping, regularisers, finite gradients."""
+"""NAU, NMU, iNALU, NPU, RealNPU: exact hand-set solutions, clamping, regularisers, finite gradients;
+the iNALU's sign by matmuls against the product it replaces."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from nalu.ensemble import init_members
 from nalu.stack import units
 from nalu.train import fit
 from nalu.units import UNITS
-from nalu.units.inalu import INALU
+from nalu.units.inalu import INALU, mixed_sign, mixed_sign_product
 from nalu.units.nau import NAU, ramp
 from nalu.units.nmu import NMU
 from nalu.units.npu import NPU
@@ -90,6 +91,31 @@ def test_inalu_with_hand_set_weights_adds_and_multiplies_with_signs():
     with torch.no_grad():
         unit.G.fill_(-big)
     torch.testing.assert_close(unit(x)[0, :, 0], torch.tensor([6.0, -6.0, 6.0]))  # signs recovered
+
+
+@pytest.mark.parametrize("input_members", [1, 3])
+def test_inalu_sign_by_matmuls_matches_the_product_it_replaces(input_members):
+    """Positive, zero and negative inputs, factors of either sign: value and gradient, float64."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(input_members, 40, 7, generator=g, dtype=torch.float64)
+    x[:, :8, 2] = 0.0
+    W = torch.randn(3, 4, 7, generator=g, dtype=torch.float64).tanh()  # |w| on both sides of 1/2
+    weights = torch.randn(3, 40, 4, generator=g, dtype=torch.float64)
+    out = []
+    for fn in (mixed_sign, mixed_sign_product):
+        w = W.clone().requires_grad_()
+        y = fn(x, w)
+        out.append((y, torch.autograd.grad((y * weights).sum(), w)[0]))
+    (y, dy), (y_ref, dy_ref) = out
+    assert ((y_ref < 0).any() and (y_ref > 0).any())  # both signs occur
+    torch.testing.assert_close(y, y_ref, rtol=0, atol=1e-12)
+    torch.testing.assert_close(dy, dy_ref, rtol=1e-10, atol=1e-10)
+
+
+def test_inalu_sign_stays_finite_where_a_factor_or_its_log_is_zero():
+    x = torch.tensor([[[2.0, -3.0], [2.0, 3.0], [0.0, 3.0]]])
+    W = torch.tensor([[[1.0, 0.5]]])  # |w| = 1 (log(1 - |w|) = -inf), 1 - 2|w| = 0
+    torch.testing.assert_close(mixed_sign(x, W), torch.tensor([[[0.0], [1.0], [0.0]]]))
 
 
 def test_clamped_weights_stay_in_range_after_training_steps():

@@ -9,7 +9,10 @@ Frontiers in Artificial Intelligence), batched over seeds, following the authors
     g = sigmoid(G)                                      a gate per output, independent of x
     z = g * a + (1 - g) * m * clip(msv, -1, 1)
 
-``eps = 1e-7`` and ``omega = 20``. Initialisation (the authors' experiment scripts):
+``eps = 1e-7`` and ``omega = 20``. The sign product is computed with matmuls, not as the
+``[M, B, out, in]`` product it is written as (``mixed_sign``; ``mixed_sign_product`` is that
+reference, and ``tests/test_followup_units.py`` holds one to the other, values and gradients).
+Initialisation (the authors' experiment scripts):
 ``W_hat ~ N(1, 0.1)``, ``M_hat ~ N(-1, 0.1)``, ``G ~ N(0, 0.1)``.
 
 Regulariser (their Section 3.4): ``sum over W_hat, M_hat, G of mean(max(t - |v|, 0)) / t`` with
@@ -30,6 +33,34 @@ from torch import Tensor, nn
 
 from nalu.ensemble import init_members, member_matmul, plain_input
 from nalu.units.sparsity import sparsity_error
+
+
+def mixed_sign_product(x: Tensor, W_m: Tensor) -> Tensor:
+    """The reference: ``msv_j = clip(prod_i (sign(x_i) |W_m,ji| + 1 - |W_m,ji|), -1, 1)``, as written
+    (and as the authors compute it), through an ``[M, B, out, in]`` intermediate. ``x`` is
+    ``[M|1, B, in]``, ``W_m`` is ``[M, out, in]``; the result is ``[M, B, out]``."""
+    w = W_m.abs().unsqueeze(1)  # [M, 1, out, in]
+    return (torch.sign(x).unsqueeze(2) * w + 1 - w).prod(-1).clamp(-1.0, 1.0)
+
+
+def mixed_sign(x: Tensor, W_m: Tensor) -> Tensor:
+    """``mixed_sign_product`` without its ``[M, B, out, in]`` intermediate, which makes most of an
+    iNALU step's cost. A factor of the product is 1 for a positive input, ``1 - |w|`` for a zero and
+    ``1 - 2|w|`` for a negative one, so with ``N = [x < 0]`` and ``Z = [x == 0]`` (``[M|1, B, in]``)::
+
+        |msv| = exp(N log|1 - 2|W||^T + Z log(1 - |W|)^T)      [M, B, out]
+        sign  = (-1)^(N [1 - 2|W| < 0]^T)                       (the count of negative factors)
+
+    The same function and gradient where no factor is 0; the logs are floored at the dtype's
+    smallest normal number (so that a factor of exactly 0 gives ~1e-38, not 0 * -inf = NaN)."""
+    w = W_m.abs()
+    neg, zero = (x < 0).to(x.dtype), (x == 0).to(x.dtype)
+    tiny = torch.finfo(x.dtype).tiny
+    f_neg = 1 - 2 * w  # [M, out, in]: the factor of a negative input
+    log_abs = (member_matmul(neg, torch.log(f_neg.abs().clamp_min(tiny)))
+               + member_matmul(zero, torch.log((1 - w).clamp_min(tiny))))
+    flips = member_matmul(neg, (f_neg < 0).to(x.dtype))  # exact small integers
+    return (torch.exp(log_abs) * (1 - 2 * torch.remainder(flips, 2))).clamp(-1.0, 1.0)
 
 
 class INALU(nn.Module):
@@ -70,10 +101,8 @@ class INALU(nn.Module):
         a = member_matmul(x, W_a)
         log_x = torch.log(torch.clamp(x.abs(), min=self.eps))
         m = torch.exp(torch.clamp(member_matmul(log_x, W_m), max=self.omega))
-        w = W_m.abs().unsqueeze(1)  # [M, 1, out, in]
-        msv = (torch.sign(x).unsqueeze(2) * w + 1 - w).prod(-1).clamp(-1.0, 1.0)
         g = torch.sigmoid(self.G)
-        return g * a + (1 - g) * m * msv
+        return g * a + (1 - g) * m * mixed_sign(x, W_m)
 
     def sparsity_error(self) -> Tensor:
         """``[M]``: the largest distance of a weight of ``W_a`` or ``W_m`` from {-1, 0, 1}."""
