@@ -71,7 +71,7 @@ reproduce-table3: install  ## Table 3 + Figure 3: number words to number, 3 mode
 	$(RUN) -m +experiment=table3$(PAPER) $(SWEEP)
 	$(TABLES) table3 --runs $(RUNS)/table3$(PAPER) --out results --name table3$(PAPER)
 
-reproduce-table4: data  ## Table 4: counting even MNIST digits (Segui et al.), 7 final layers x 5 seeds -> results/table4.* (VARIANT=parity: our 4-digit parity)
+reproduce-table4: data  ## Table 4: counting even MNIST digits (Segui et al.), 7 final layers + Segui's softmax head x 5 seeds -> results/table4.* (VARIANT=parity: our 4-digit parity)
 	$(RUN) -m +experiment=table4$(V) $(SWEEP)
 	$(TABLES) table4 --runs multirun/table4$(V) --out results --name table4$(V)
 

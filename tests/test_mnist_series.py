@@ -164,6 +164,14 @@ def test_tiny_table4_end_to_end(fake_mnist, workdir, variant):
     expected = {"nac", "wx_plus_b"} | (set() if variant else {"previous_best_wx_plus_b"})
     assert set(df.layer) == expected and (df.seeds == 2).all()
     assert ("Seguí et al.'s softmax head (the paper's previous best)" in md) == (not variant)
+    # the paper's error cut is measured from its previous best: Seguí's head where it runs
+    base, cut = (("previous_best_wx_plus_b", "error_cut_vs_previous_best_pct") if not variant
+                 else ("wx_plus_b", "error_cut_vs_wx_plus_b_pct"))
+    base_error = 100 - df.set_index("layer").loc[base, "median"]
+    for _, row in df.iterrows():
+        if base_error:
+            assert row[cut] == pytest.approx(100 * (1 - (100 - row["median"]) / base_error))
+    assert (f"median error cut vs {'Seguí et al.' + chr(39) + 's head' if not variant else 'Wx + b'}" in md)
 
 
 def test_canvases_place_digits_without_overlap_and_count_the_even_ones():
