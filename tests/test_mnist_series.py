@@ -119,6 +119,7 @@ def test_tiny_table2_end_to_end(fake_mnist, workdir, variant):
     df = pd.read_csv(out / f"table2{variant}.csv").dropna(subset=["ours"])
     assert set(df.model) == {"nac", "gru"} and set(df.task) == {"counting", "addition"}
     assert len(df) == 16
+    assert set(df.chosen_step) <= {3, 6}  # the evaluated steps: each row says which one was kept
 
 
 def test_parity_of_a_diverged_output_is_never_right(fake_mnist):

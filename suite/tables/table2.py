@@ -36,6 +36,8 @@ def cell_rows(cell: dict) -> list[dict]:
             "median": median, "q25": q25, "q75": q75,
             "diverged": int(diverged.sum()), "seeds": len(members),
             "chosen_seed": members[chosen]["seed"] if chosen is not None else None,
+            # None: no evaluation had a finite validation error, so the untrained model was kept
+            "chosen_step": members[chosen].get("best_step") if chosen is not None else None,
         })
     return rows
 
@@ -46,7 +48,7 @@ def build(runs: Path, out: Path, name: str = "table2") -> list[Path]:
                     "MNIST counting or addition", runs, "reproduce-table2")
     ours = pd.DataFrame([r for c in cells for r in cell_rows(c)],
                         columns=["task", "model", "length", "metric", "ours", "median", "q25", "q75",
-                                 "diverged", "seeds", "chosen_seed"])
+                                 "diverged", "seeds", "chosen_seed", "chosen_step"])
     ref = paper("table2").assign(length=lambda d: d.length.astype(int))
     df = ref.merge(ours, on=["task", "model", "length", "metric"], how="left")
     df = df.rename(columns={"value": "paper"})
@@ -87,7 +89,7 @@ def build(runs: Path, out: Path, name: str = "table2") -> list[Path]:
         "Length 1: classification accuracy (%, the rounded output equals the label; for counting "
         "all 10 counts); lengths 10, 100, 1000: mean absolute error (counting: averaged over the 10 "
         "classes). Each cell shows **ours / paper**; ours is the seed with the lowest validation MSE "
-        "at its best step. " + protocol,
+        "at its best step (the extended table gives that step). " + protocol,
         to_markdown(pd.DataFrame(table)),
         "## Extended: seed statistics per cell",
         to_markdown(df.dropna(subset=["ours"]).assign(
@@ -95,7 +97,8 @@ def build(runs: Path, out: Path, name: str = "table2") -> list[Path]:
             median=lambda d: [show(v, L) for v, L in zip(d["median"], d.length)],
             spread=lambda d: [f"{show(a, L)}-{show(b, L)}" for a, b, L in zip(d.q25, d.q75, d.length)],
             chosen_seed=lambda d: d.chosen_seed.astype("Int64"),
+            chosen_step=lambda d: [f"{v:,.0f}" if pd.notna(v) else "none (untrained)" for v in d.chosen_step],
         )[["task", "model", "length", "metric", "ours", "paper", "median", "spread", "diverged",
-           "seeds", "chosen_seed"]]),
+           "seeds", "chosen_seed", "chosen_step"]]),
     ]) + "\n"
     return write_table(out, name, md, df)
