@@ -172,7 +172,7 @@ def test_tiny_table4_end_to_end(fake_mnist, workdir, variant):
     for _, row in df.iterrows():
         if base_error:
             assert row[cut] == pytest.approx(100 * (1 - (100 - row["median"]) / base_error))
-    assert (f"median error cut vs {'Seguí et al.' + chr(39) + 's head' if not variant else 'Wx + b'}" in md)
+    assert ("median error cut vs " + ("Seguí et al.'s head" if not variant else "Wx + b")) in md
 
 
 def test_canvases_place_digits_without_overlap_and_count_the_even_ones():
