@@ -70,7 +70,7 @@ def recipe(target: Target) -> str:
 def builders(target: Target) -> dict[str, str]:
     """What turns finished cells into results/: the table code (and the scoring it uses), the
     paper's values and the target's recipe."""
-    code = [*(ROOT / "nalu" / "tables").glob("*.py"), ROOT / "nalu" / "scoring.py",
+    code = [*(ROOT / "suite" / "tables").glob("*.py"), ROOT / "nalu" / "scoring.py",
             *(ROOT / "results" / "paper").glob("*.csv")]
     return {**digest_files(code), "Makefile": hashlib.sha256(recipe(target).encode()).hexdigest()[:16]}
 

@@ -96,20 +96,27 @@ def test_cells_record_their_code_and_are_redone_when_it_changes(workdir):
     assert {"nalu/train.py", "nalu/units/nac.py", "tasks/arithmetic.py", "tasks/cell.py"} <= set(recorded)
     assert not any(path.startswith(("suite/tables/", "suite/run.py")) for path in recorded)  # builders, plumbing
 
-    def cell_files() -> dict:  # every file of both cells (the sweep's multirun.yaml is rewritten by any sweep)
-        return {p: p.stat().st_mtime_ns for p in nac.parent.parent.glob("*/**/*") if p.is_file()}
+    def cell_files() -> dict:  # every file of the sweep: both cells and its multirun.yaml
+        return {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in nac.parent.parent.rglob("*") if p.is_file()}
 
     before = cell_files()
 
     m = json.loads(nac.read_text())
     m["code"]["tasks/arithmetic.py"] = "0" * 16  # as if the task's code had been edited since
     nac.write_text(json.dumps(m))
-    before[nac] = nac.stat().st_mtime_ns
+    before[nac] = (nac.stat().st_mtime_ns, nac.read_bytes())
+    assert nac.parent.parent / "multirun.yaml" in before
     check = cli(args + ["dry_run=true"], workdir)
     status = [line for line in check.stderr.splitlines() if line.startswith("status: ")]
     assert status == ["status: to run: static/add/nac (its code changed (tasks/arithmetic.py))",
                       "status: up to date: static/add/none"]
     assert before == cell_files()
+    record, kept = nac.parent.parent / "multirun.yaml", nac.parent.parent / ".multirun.yaml.kept"
+    made = record.read_bytes()
+    os.replace(record, kept)  # as a dry run killed midway leaves them: the true record set aside
+    record.write_text("the killed dry run's record\n")
+    cli(args + ["dry_run=true"], workdir)
+    assert record.read_bytes() == made and not kept.exists()
 
     p = cli(args, workdir)
     assert "skip static/add/none: complete" in p.stderr and "done static/add/nac" in p.stderr

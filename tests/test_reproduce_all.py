@@ -14,9 +14,9 @@ SCRIPT = ROOT / "scripts" / "reproduce_all.py"
 
 
 def test_check_asks_every_cell_of_a_target_and_runs_nothing():
-    def cell_files() -> dict:  # (the sweep's own multirun.yaml is rewritten by any sweep)
+    def cell_files() -> dict:  # the sweep's files, its multirun.yaml included
         files = (ROOT / "multirun" / "table5").rglob("*")
-        return {p: p.stat().st_mtime_ns for p in files if p.is_file() and p.name != "multirun.yaml"}
+        return {p: p.stat().st_mtime_ns for p in files if p.is_file()}
 
     before, folders = cell_files(), sorted((ROOT / "multirun").glob("*")) if (ROOT / "multirun").exists() else []
     p = subprocess.run([sys.executable, SCRIPT, "--check", "--only", "table5"], cwd=ROOT, capture_output=True,
@@ -35,6 +35,17 @@ def test_check_asks_every_cell_of_a_target_and_runs_nothing():
 def test_unknown_target_lists_the_valid_ones():
     p = subprocess.run([sys.executable, SCRIPT, "--only", "table9"], cwd=ROOT, capture_output=True, text=True)
     assert p.returncode == 2 and "unknown target table9; valid: table1, table5, table2" in p.stderr
+
+
+def test_a_target_is_stale_when_its_table_code_changes():
+    """The builders' digest covers every table module and the scoring, so an edited builder
+    rebuilds the tables."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    from reproduce_all import TARGETS, builders
+
+    digested = builders(TARGETS[0])
+    tables = {f"suite/tables/{p.name}" for p in (ROOT / "suite" / "tables").glob("*.py")}
+    assert tables and tables <= set(digested) and "nalu/scoring.py" in digested and "Makefile" in digested
 
 
 @pytest.mark.parametrize("seconds,text", [(59.6, "1m00s"), (3725, "1h02m05s")])
