@@ -20,6 +20,8 @@ RUN = ["-m", "suite.run"]
     (["-m", "model=nac,foo"], "unknown model 'foo'"),
     (["task=bar"], "unknown task 'bar'; valid: gridworld_time, identity, mnist_addition, mnist_count_even, mnist_counting"),
     (["task=gridworld_time", "task.agent=a2c"], "unknown agent 'a2c'; valid: a3c, a3c_nac"),
+    (["task=mnist_count_even", "task.encoder.init=he"], "unknown encoder init 'he'; valid: glorot, torch"),
+    (["task=mnist_count_even", "task.final_layer=softmax"], "unknown final layer 'softmax'; valid: nac, nac_plus_b"),
     (["task=gridworld_time", "optimizer=sgd"], "use optimizer=adam"),
     (["task=gridworld_time", "task.env.commands=[2,12]"], "max_distance (4) <= low <= high"),
     (["task.op=pow", "task.steps=1"], "unknown op 'pow'; valid: add, div, mul, sqrt, square, sub"),

@@ -25,7 +25,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from baselines.constrained import VARIANTS, ConstrainedLinear
-from baselines.convnet import CanvasEncoder
+from baselines.convnet import INITS, CanvasEncoder
 from nalu import ensemble
 from nalu.ensemble import in_chunks
 from nalu.errors import ConfigError, check_choice
@@ -41,13 +41,19 @@ from tasks.metrics import ACCURACY, VALIDATION
 SEGUI = "segui"  # Seguí et al.'s softmax head, beside the final layers of baselines.constrained
 
 
+def check_task(t: DictConfig) -> None:
+    """Refuse a task config this problem cannot be built from."""
+    check_choice("final layer", t.final_layer, [*VARIANTS, SEGUI])
+    check_choice("encoder init", t.encoder.init, INITS)
+    if not 0 <= t.min_digits <= t.max_digits:
+        raise ConfigError(f"need 0 <= min_digits <= max_digits, got {t.min_digits}, {t.max_digits}")
+
+
 class CountEvenProblem(mnist_data.DigitsProblem):
     ON_DEVICE = ("val_canvases", "val_count", "test_canvases", "test_count")
 
     def __init__(self, cfg: DictConfig, seeds: list[int], data_root: Path):
-        check_choice("final layer", cfg.final_layer, [*VARIANTS, SEGUI])
-        if not 0 <= cfg.min_digits <= cfg.max_digits:
-            raise ConfigError(f"need 0 <= min_digits <= max_digits, got {cfg.min_digits}, {cfg.max_digits}")
+        check_task(cfg)
         self.members, self.batch_size, self.size = len(seeds), cfg.batch_size, cfg.canvas
         self.digits = (cfg.min_digits, cfg.max_digits)
         self.classify = cfg.final_layer == SEGUI
@@ -116,7 +122,7 @@ def run(cfg: DictConfig, log) -> dict:
     problem = CountEvenProblem(t, list(cfg.seeds), Path(cfg.data_dir))
 
     def factory(in_features: int, out_features: int, members: int, recurrent: bool) -> nn.Module:
-        encoder = CanvasEncoder(t.canvas, t.encoder.features, members, tuple(t.encoder.channels))
+        encoder = CanvasEncoder(t.canvas, t.encoder.features, members, tuple(t.encoder.channels), t.encoder.init)
         if t.final_layer == SEGUI:  # the count as a class: logits over 0..max_digits
             return CountingNet(encoder, ensemble.Linear(t.encoder.features, t.max_digits + 1, members))
         return CountingNet(encoder, ConstrainedLinear(t.encoder.features, 1, members, t.final_layer))
@@ -125,4 +131,4 @@ def run(cfg: DictConfig, log) -> dict:
     return {**summary, "final_layer": t.final_layer}
 
 
-TASK = Task(run=run)
+TASK = Task(run=run, check=lambda cfg: check_task(cfg.task))
