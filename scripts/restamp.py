@@ -94,8 +94,9 @@ def tiny_run(tree: Path, overrides: list[str], cfg: dict, out: Path) -> dict:
     """The cell's command at the tiny budget (its first two seeds), in ``tree``; its metrics.json."""
     args = [a for a in overrides if not a.startswith(("hydra", "seeds="))]
     seeds = list(range(cfg["seeds"])) if isinstance(cfg["seeds"], int) else list(cfg["seeds"])
+    data = ROOT / cfg.get("data_dir", "data")  # this checkout's data (MNIST), whichever tree runs
     cmd = [sys.executable, "-m", runner(tree), *args, *tiny(cfg["task"]), f"seeds={seeds[:2]}",
-           f"hydra.run.dir={out}"]
+           f"data_dir={data}", f"hydra.run.dir={out}"]
     env = {**os.environ, "PYTHONPATH": str(tree), "WANDB_MODE": "disabled"}
     p = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=1800)
     if p.returncode != 0:

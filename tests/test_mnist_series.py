@@ -3,6 +3,8 @@ Tables 2 and 4, and their tensors following the model to its device."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -111,8 +113,9 @@ def test_tiny_table2_end_to_end(fake_mnist, workdir, variant):
     cli(["-m", "suite.tables", "table2", "--runs", str(workdir / f"multirun/table2{variant}"), "--out", str(out),
          "--name", f"table2{variant}"], workdir)
     md = (out / f"table2{variant}.md").read_text()
-    assert "| NAC " in md and "/ 99.23" in md
-    assert "NAC start with the state carried unchanged" in md  # only the stack-based core
+    assert "| NAC " in md and "/ 99.23" in md and "| GRU " in md
+    assert "| LSTM " not in md  # the table has the models that ran
+    assert "NAC starts with the state carried unchanged" in md  # only the stack-based core
     assert ("on the target after every digit" in md) == (not variant)
     import pandas as pd
 
@@ -120,6 +123,7 @@ def test_tiny_table2_end_to_end(fake_mnist, workdir, variant):
     assert set(df.model) == {"nac", "gru"} and set(df.task) == {"counting", "addition"}
     assert len(df) == 16
     assert set(df.chosen_step) <= {3, 6}  # the evaluated steps: each row says which one was kept
+    assert re.search(r"\| 0 +\| 2 +\|", md) and not re.search(r"\| 0\.0 +\| 2\.0 +\|", md)  # counts as integers
 
 
 def test_parity_of_a_diverged_output_is_never_right(fake_mnist):

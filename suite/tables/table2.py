@@ -57,7 +57,8 @@ def build(runs: Path, out: Path, name: str = "table2") -> list[Path]:
         return fmt(v, 1 if L == 1 else 2, cap=1e6) if not math.isnan(v) else "-"
 
     table = []
-    for model in MODELS:
+    run = {c["model"] for c in cells}
+    for model in (m for m in MODELS if m in run):  # a variant's table has the models it ran
         row = {"model": HEADERS[model]}
         for task in ("counting", "addition"):
             for L in LENGTHS:
@@ -68,7 +69,7 @@ def build(runs: Path, out: Path, name: str = "table2") -> list[Path]:
     if c0:
         t, o = c0["config"]["task"], c0["config"]["optimizer"]
         identity = [HEADERS[c["model"]] for c in cells if c["config"]["model"].get("state_init") == "identity"]
-        init = (f"; {', '.join(sorted(set(identity)))} start with the state carried unchanged "
+        init = (f"; {', '.join(sorted(set(identity)))} start{'s' if len(set(identity)) == 1 else ''} with the state carried unchanged "
                 "(state_init=identity)") if identity else ""
         supervised = ("on the target after every digit (the mean over all prefixes)"
                       if t.get("supervise", "last") == "every_step" else "on the output after the last digit only")
@@ -97,6 +98,7 @@ def build(runs: Path, out: Path, name: str = "table2") -> list[Path]:
             median=lambda d: [show(v, L) for v, L in zip(d["median"], d.length)],
             spread=lambda d: [f"{show(a, L)}-{show(b, L)}" for a, b, L in zip(d.q25, d.q75, d.length)],
             chosen_seed=lambda d: d.chosen_seed.astype("Int64"),
+            diverged=lambda d: d.diverged.astype("Int64"), seeds=lambda d: d.seeds.astype("Int64"),
             chosen_step=lambda d: [f"{v:,.0f}" if pd.notna(v) else "none (untrained)" for v in d.chosen_step],
         )[["task", "model", "length", "metric", "ours", "paper", "median", "spread", "diverged",
            "seeds", "chosen_seed", "chosen_step"]]),
