@@ -177,6 +177,7 @@ def test_tiny_table4_end_to_end(fake_mnist, workdir, variant):
         if base_error:
             assert row[cut] == pytest.approx(100 * (1 - (100 - row["median"]) / base_error))
     assert ("median error cut vs " + ("Seguí et al.'s head" if not variant else "Wx + b")) in md
+    assert ("initialised as TensorFlow's layers are (Glorot-uniform, zero biases)" in md) == (not variant)
 
 
 def test_canvases_place_digits_without_overlap_and_count_the_even_ones():

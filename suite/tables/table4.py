@@ -20,6 +20,10 @@ LABELS = {
 
 TARGET_WORDS = {"odd_count": "the number of odd digits (odd exactly when the sum is)", "sum": "the digit sum"}
 
+# how the caption names the counting CNN's initialisation (task.encoder.init)
+INIT_WORDS = {"glorot": "as TensorFlow's layers are (Glorot-uniform, zero biases)",
+              "torch": "as torch's Conv2d is (uniform weights and biases)"}
+
 
 def cell_row(cell: dict) -> dict:
     members = cell["members"]
@@ -74,7 +78,7 @@ def build(runs: Path, out: Path, name: str = "table4") -> list[Path]:
             f"{t['min_digits']}-{t['max_digits']} MNIST digits on a {t['canvas']}x{t['canvas']} canvas "
             f"(placed without overlap) are even. A counting CNN (fomorians/counting-mnist's network: "
             f"convolutions {list(t['encoder']['channels'])}, a density map, a dense ReLU layer of "
-            f"{t['encoder']['features']}) ends in the final layer under study, trained end to end with "
+            f"{t['encoder']['features']}; convolutions initialised {INIT_WORDS[t['encoder'].get('init', 'torch')]}) ends in the final layer under study, trained end to end with "
             f"squared error on the count (Seguí et al.'s softmax head: cross-entropy over the counts, "
             f"its answer the likeliest count), {t['batch_size']} canvases per step, {c0['steps']:,} steps of "
             f"Adam (lr {o['lr']}), {len(c0['seeds'])} seeds per row; accuracy = the rounded output "
