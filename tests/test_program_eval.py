@@ -128,4 +128,4 @@ def test_numbers_encoding_trains_end_to_end(workdir, model):
     cli(["-m", "suite.tables", "figure4", "--runs", str(workdir / "multirun/figure4_numbers"), "--out", str(out),
          "--name", "figure4_numbers"], workdir)
     assert sorted(p.name for p in out.iterdir()) == ["figure4_numbers.csv", "figure4_numbers.md", "figure4_numbers.png"]
-    assert "each integer literal one token carrying its value" in (out / "figure4_numbers.md").read_text()
+    assert "each integer literal as one token carrying its value" in (out / "figure4_numbers.md").read_text()

@@ -9,6 +9,7 @@ the legend and the CSV, and left out of the mean (its error is not a number).
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -71,7 +72,7 @@ def plot(df: pd.DataFrame, path: Path, train_domain: int, caption: str) -> None:
             ax.set(xlabel="operand domain (operands below)", title=KINDS[kind],
                    ylabel="mean absolute error" if metric == "mae" else "exact match of rounded answer (%)")
         axes[0, j].legend(fontsize=7)
-    fig.suptitle(caption, fontsize=9)
+    fig.suptitle(textwrap.fill(caption, 160), fontsize=9)  # wrapped: one line overflows the figure
     fig.tight_layout()
     save_figure(fig, path)
 
@@ -89,8 +90,8 @@ def build(runs: Path, out: Path, name: str = "figure4") -> list[Path]:
         t, o = c0["config"]["task"], c0["config"]["optimizer"]
         train_domain = t["train_domain"]
         steps = ", ".join(f"{k} {s:,}" for k, s in sorted({(c["kind"], c["steps"]) for c in cells}))
-        encoding = {"chars": "read one character at a time", "numbers": "each integer literal one token "
-                    "carrying its value"}.get(t.get("encoding", "chars"), t.get("encoding"))
+        encoding = {"chars": "read one character at a time", "numbers": "read with each integer literal as "
+                    "one token carrying its value (operators, names and keywords one character each)"}.get(t.get("encoding", "chars"), t.get("encoding"))
         caption = (f"Programs {encoding}. "
                    f"Trained on operands below {train_domain} (steps of Adam: {steps}; lr {o['lr']}, "
                    f"batch {t['batch_size']}); {len(c0['seeds'])} seeds per model, mean and 2-sigma band; "
