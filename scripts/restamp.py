@@ -41,9 +41,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from suite.io import read_json, write_json_atomic  # noqa: E402
-from suite.provenance import changed, source_digest, text_digest, tracked_sources  # noqa: E402
+from suite.provenance import CODE_TREE, changed, source_digest, text_digest, tracked_sources  # noqa: E402
 
-TREE = ("nalu", "suite", "tasks", "baselines", "configs", "hydra_plugins")
+TREE = CODE_TREE  # what a copy of the tree needs to run a cell
 
 
 def tiny(task: dict) -> list[str]:

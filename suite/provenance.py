@@ -19,6 +19,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("nalu", "tasks", "baselines")
+# every folder a cell's command needs to run: the digested packages, the runner and its configs, and
+# the Hydra plugins (what a copy of the tree must hold: scripts/restamp.py, its tests)
+CODE_TREE = (*PACKAGES, "suite", "configs", "hydra_plugins")
 EXCLUDED = ("nalu/errors.py",)  # the one-line error type: it never reaches a number
 
 

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from suite.provenance import CODE_TREE
+
 from .conftest import ROOT
 
-COPIED = ("nalu", "suite", "tasks", "baselines", "configs", "hydra_plugins", "scripts")
+COPIED = (*CODE_TREE, "scripts")
 
 
 def git(repo: Path, *args: str) -> str:
