@@ -125,6 +125,15 @@ def test_cells_record_their_code_and_are_redone_when_it_changes(workdir):
     assert json.loads(nac.read_text())["code"] == recorded
 
 
+def test_a_dry_run_of_a_sweep_never_run_leaves_nothing_behind(workdir):
+    """Hydra makes the sweep's folder, its multirun.yaml, a folder per job and their job logs
+    before the runner reports; a dry run takes all of them back."""
+    p = cli(RUN + ["-m", "model=nac", "task.op=add,sub", "name=fresh", "dry_run=true", "progress=false"], workdir)
+    assert sorted(line for line in p.stderr.splitlines() if line.startswith("status: ")) == [
+        "status: to run: static/add/nac (not run yet)", "status: to run: static/sub/nac (not run yet)"]
+    assert list(workdir.iterdir()) == []
+
+
 def test_code_digest_ignores_comments_and_docstrings_but_not_code(tmp_path):
     from suite.provenance import source_digest
 

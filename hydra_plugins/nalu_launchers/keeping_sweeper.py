@@ -5,8 +5,10 @@ Hydra's sweeper writes ``<sweep dir>/multirun.yaml`` (the sweep's config and ove
 job, so a dry run that touches nothing else would still replace the record of the command that
 made the cells, committed ones in ``results/cells/`` included. Here the dry run's own record
 exists only while it runs (``suite.run.job_overrides`` reads it): the one it found is set aside
-under another name and put back, the same file with its modification time, when the sweep ends.
-A dry run that was killed leaves the set-aside file, which the next sweep puts back first.
+under another name and put back, the same file with its modification time, when the sweep ends;
+the folders Hydra made for the sweep and its jobs, and the empty job logs in them, are
+removed again. A dry run that was
+killed leaves the set-aside file, which the next sweep puts back first.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ class KeepingSweeper(BasicSweeper):
             os.replace(kept, record)
         if not self.config.get("dry_run"):
             return super().sweep(arguments)
-        found = record.exists()
+        found, before = record.exists(), existing(sweep_dir)
         if found:
             os.replace(record, kept)
         try:
@@ -39,4 +41,25 @@ class KeepingSweeper(BasicSweeper):
                 os.replace(kept, record)
             else:
                 record.unlink(missing_ok=True)
+            remove_what_it_made(sweep_dir, before)
 
+
+def existing(sweep_dir: Path) -> set[Path]:
+    """Every path that exists now in ``sweep_dir``'s tree, and its ancestors."""
+    sweep_dir = sweep_dir.resolve()
+    inside = set(sweep_dir.rglob("*")) if sweep_dir.is_dir() else set()
+    return inside | {p for p in [sweep_dir, *sweep_dir.parents] if p.exists()}
+
+
+def remove_what_it_made(sweep_dir: Path, before: set[Path]) -> None:
+    """Remove what the dry run left that was not there before: the folders Hydra makes for the
+    sweep and each job, and the empty ``run.log`` its job logging opens in each, deepest first.
+    A file with content, or a folder that holds one, stays."""
+    sweep_dir = sweep_dir.resolve()
+    made = [p for p in (sweep_dir.rglob("*") if sweep_dir.is_dir() else []) if p not in before]
+    made += [p for p in [sweep_dir, *sweep_dir.parents] if p.exists() and p not in before]
+    for path in sorted(made, key=lambda p: len(p.parts), reverse=True):
+        if path.is_file() and path.stat().st_size == 0:
+            path.unlink()
+        elif path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
