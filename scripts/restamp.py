@@ -43,8 +43,6 @@ sys.path.insert(0, str(ROOT))
 from suite.io import read_json, write_json_atomic  # noqa: E402
 from suite.provenance import CODE_TREE, changed, source_digest, text_digest, tracked_sources  # noqa: E402
 
-TREE = CODE_TREE  # what a copy of the tree needs to run a cell
-
 
 def tiny(task: dict) -> list[str]:
     """Overrides that cut a cell of ``task`` (its config) to a budget that runs in seconds; every
@@ -116,7 +114,7 @@ def recorded_tree(code: dict[str, str], edited: list[str], today: dict[str, str]
         old = {rel: recorded_version(rel, code[rel]) for rel in edited}
         if None in old.values():
             return False
-        for part in TREE:
+        for part in CODE_TREE:
             shutil.copytree(ROOT / part, old_tree / part, ignore=shutil.ignore_patterns("__pycache__"))
         for path, text in old.items():
             (old_tree / path).write_text(text)
@@ -125,7 +123,7 @@ def recorded_tree(code: dict[str, str], edited: list[str], today: dict[str, str]
     if commit is None:
         return False
     old_tree.mkdir(parents=True)
-    parts = [p for p in TREE if subprocess.run(["git", "cat-file", "-e", f"{commit}:{p}"], cwd=ROOT).returncode == 0]
+    parts = [p for p in CODE_TREE if subprocess.run(["git", "cat-file", "-e", f"{commit}:{p}"], cwd=ROOT).returncode == 0]
     archive = subprocess.run(["git", "archive", commit, *parts], cwd=ROOT, capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(old_tree)], input=archive, check=True)
     return True
