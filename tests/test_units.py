@@ -166,3 +166,48 @@ def test_the_readme_example_of_a_plain_nalu():
     scope: dict = {}
     exec(example, scope)  # the README's own lines
     assert scope["y"].shape == (32, 2) and torch.isfinite(scope["y"]).all()
+
+
+def test_a_two_layer_cell_feeds_its_second_layer_back_as_the_state():
+    """cell_depth=2: h_t = L2(L1([x_t, h_{t-1}])), the read-out after; a one-layer cell is unchanged."""
+    from nalu.ensemble import init_members
+
+    x = torch.randn(1, 3, 5, 2)  # [1, B, T, in]
+    deep = units(["nac", "nac", "nac"], 2, 1, members=1, hidden=[4, 3], recurrent=True, cell_depth=2)
+    init_members(deep, [0])
+    l1, l2, out = deep.layers
+    assert (l1.in_features, l1.out_features, l2.out_features) == (2 + 3, 4, 3)
+    h = torch.zeros(1, 3, 3)
+    for t in range(5):
+        h = l2(l1(torch.cat([x[:, :, t], h], -1)))
+    assert torch.allclose(deep(x), out(h), atol=1e-6)
+    assert deep.per_step(x).shape == (1, 3, 5, 1)
+    assert torch.allclose(deep.per_step(x)[:, :, -1], deep(x), atol=1e-6)
+
+    shallow = units("nac", 2, 1, members=1, hidden=[4, 3], recurrent=True)
+    assert shallow.layers[0].in_features == 2 + 4  # the default cell is the first layer
+    flat = units("nac", 2, 1, members=1, hidden=[4, 3], cell_depth=2)  # feed-forward: no cell
+    assert flat.layers[0].in_features == 2 and flat(x[:, :, 0]).shape == (1, 3, 1)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(recurrent=True, cell_depth=3), "cell_depth"),
+    (dict(recurrent=True, cell_depth=0), "cell_depth"),
+    (dict(recurrent=True, cell_depth=2, state_init="identity"), "identity"),
+])
+def test_impossible_cells_are_refused(kwargs, message):
+    from nalu.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        units("nac", 2, 1, members=1, hidden=[4, 3], **kwargs)
+
+
+def test_a_list_of_units_names_one_per_layer():
+    from nalu.errors import ConfigError
+
+    stack = units(["nalu", "nac", "nac"], 2, 1, members=1, hidden=[4, 3])
+    assert [type(layer).__name__ for layer in stack.layers] == ["NALU", "NAC", "NAC"]
+    with pytest.raises(ConfigError, match="3 layers"):
+        units(["nalu", "nac"], 2, 1, members=1, hidden=[4, 3])
+    with pytest.raises(ConfigError, match="nmu"):  # an unknown unit lists the valid ones
+        units(["nalu", "nac", "adder"], 2, 1, members=1, hidden=[4, 3])

@@ -21,7 +21,8 @@ from suite.tables.common import load_cells, require, save_figure, to_markdown
 from tasks import metrics
 
 MODELS = {"ugrnn": "UGRNN", "lstm": "LSTM", "dnc": "DNC", "ugrnn_nalu": "UGRNN + NALU",
-          "lstm_nalu": "LSTM + NALU", "dnc_nalu": "DNC + NALU", "nalu": "recurrent NALU"}
+          "lstm_nalu": "LSTM + NALU", "dnc_nalu": "DNC + NALU", "nalu": "recurrent NALU",
+          "nalu_builder": "recurrent NALU -> NAC cell"}
 KINDS = {"addition": "addition of two integers", "program": "program with a conditional"}
 
 
@@ -79,7 +80,7 @@ def plot(df: pd.DataFrame, path: Path, train_domain: int, caption: str) -> None:
 
 def build(runs: Path, out: Path, name: str = "figure4") -> list[Path]:
     """Figure 4 from the sweep in ``runs`` as ``<out>/<name>.png|csv|md`` (a variant's:
-    ``figure4_numbers``)."""
+    ``figure4_numbers``, ``figure4_builder``)."""
     cells = require([c for c in load_cells(runs) if c["task"] == "program_eval"], "program evaluation", runs,
                     "reproduce-figure4")
     df = rows(cells)
