@@ -121,3 +121,15 @@ def test_tables_refuse_an_output_folder_they_cannot_write(tmp_path, what):
     p = cli(["-m", "suite.tables", *args], cwd=tmp_path, check=False)
     assert p.returncode != 0 and "Traceback" not in p.stderr
     assert p.stderr.strip().splitlines() == [f"error: cannot write to {out}: Not a directory"], p.stderr
+
+
+def test_figure5_sets_every_nac_wiring_beside_the_papers_nac_curve():
+    from suite.tables.figure5 import paper_beside_ours, paper_points
+
+    df = pd.DataFrame({"agent": ["a3c_nac:clock_only", "a3c_nac:feedback", "a3c"], "command": [15, 15, 15],
+                       "mean": [0.5, -0.25, 0.125]})
+    t = paper_beside_ours(paper_points(), df)
+    assert list(t.columns) == ["paper's agent", "command", "paper", "ours", "ours, feedback", "ours, clock_only"]
+    nac15, a3c15 = (t[(t["paper's agent"] == a) & (t.command == "15")].iloc[0] for a in ("A3C + NAC", "A3C"))
+    assert (nac15["ours"], nac15["ours, feedback"], nac15["ours, clock_only"]) == ("n/a", "-0.25 (at 15)", "+0.50 (at 15)")
+    assert (a3c15["ours"], a3c15["ours, feedback"], a3c15["ours, clock_only"]) == ("+0.12 (at 15)", "", "")
