@@ -80,7 +80,7 @@ reproduce-table5: install  ## Table 5 + Figure 1: identity function, 17 models x
 	$(RUN) -m +experiment=table5_units $(SWEEP)
 	$(TABLES) table5 --runs multirun/table5 --out results
 
-reproduce-figure4: install  ## Figure 4: program evaluation, 7 models x 2 tasks x 3 seeds -> results/figure4.* (VARIANT=numbers: numeric tokens; builder: a recurrent NALU that can build numbers)
+reproduce-figure4: install  ## Figure 4: program evaluation, 7 models x 2 tasks x 3 seeds -> results/figure4.* (VARIANT=numbers: numeric tokens; builder: a recurrent NALU that can build numbers; builder_long: it at 100k steps)
 	$(RUN) -m +experiment=figure4$(V) $(SWEEP)
 	$(TABLES) figure4 --runs multirun/figure4$(V) --out results --name figure4$(V)
 
