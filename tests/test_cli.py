@@ -16,7 +16,7 @@ RUN = ["-m", "suite.run"]
 
 
 @pytest.mark.parametrize("args,valid", [
-    (["model=foo"], "unknown model 'foo'; valid: dnc, dnc_nalu, gru, inalu, lstm, lstm_nac, lstm_nalu, lstm_sum, mlp, nac, nalu, nau, nmu, none, npu"),
+    (["model=foo"], "unknown model 'foo'; valid: dnc, dnc_nalu, gru, inalu, lstm, lstm_nac, lstm_nalu, lstm_sum, mlp, nac, nalu, nalu_builder, nau, nmu, none, npu"),
     (["-m", "model=nac,foo"], "unknown model 'foo'"),
     (["task=bar"], "unknown task 'bar'; valid: gridworld_time, identity, mnist_addition, mnist_count_even, mnist_counting"),
     (["task=gridworld_time", "task.agent=a2c"], "unknown agent 'a2c'; valid: a3c, a3c_nac"),

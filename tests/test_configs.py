@@ -66,7 +66,9 @@ def test_make_targets_name_existing_experiments():
     makefile = (Path(CONFIG_DIR).parent / "Makefile").read_text()
     for experiment in EXPERIMENTS:
         base = experiment.removesuffix("_paper")
-        variant = experiment.rsplit("_", 1)[0]
+        parts = experiment.split("_")
+        targets = ["_".join(parts[:k]) for k in range(1, len(parts) + 1)]  # a variant's name may hold "_" too
         assert (f"+experiment={experiment} " in makefile or f"+experiment={base}$(PAPER) " in makefile
-                or f"+experiment={base}_paper " in makefile or f"+experiment={variant}$(V) " in makefile
-                or f"+experiment={base}$(PAPER)$(V) " in makefile or f"+experiment={variant}$(PAPER)$(V) " in makefile), experiment
+                or f"+experiment={base}_paper " in makefile or f"+experiment={base}$(PAPER)$(V) " in makefile
+                or any(f"+experiment={t}$(V) " in makefile or f"+experiment={t}$(PAPER)$(V) " in makefile
+                       for t in targets)), experiment
