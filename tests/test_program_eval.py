@@ -17,6 +17,10 @@ from tasks.programs.evaluation import ProgramProblem
 from .conftest import cli, compose
 
 
+TINY = ["progress=false", "task.steps=4", "task.eval_every=2", "seeds=2", "task.test_size=10",
+        "task.validation_size=10", "task.test_domains=[100,1000]", "task.batch_size=8"]  # a sweep in seconds
+
+
 def python_says(text: str) -> int:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -91,9 +95,7 @@ def test_bad_kind_is_refused_with_the_valid_ones(workdir):
 
 
 def test_tiny_figure4_end_to_end(workdir):
-    tiny = ["progress=false", "task.steps=4", "task.eval_every=2", "seeds=2", "task.test_size=10",
-            "task.validation_size=10", "task.test_domains=[100,1000]", "task.batch_size=8"]
-    cli(["-m", "suite.run", "-m", "+experiment=figure4", "model=ugrnn,dnc_nalu"] + tiny, workdir)
+    cli(["-m", "suite.run", "-m", "+experiment=figure4", "model=ugrnn,dnc_nalu"] + TINY, workdir)
     out = workdir / "results"
     out.mkdir()
     cli(["-m", "suite.tables", "figure4", "--runs", str(workdir / "multirun/figure4"), "--out", str(out)],
@@ -119,9 +121,7 @@ def test_numbers_encoding_makes_each_literal_one_token_with_its_value():
 
 @pytest.mark.parametrize("model", ["nalu", "lstm_nalu"])
 def test_numbers_encoding_trains_end_to_end(workdir, model):
-    tiny = ["progress=false", "task.steps=4", "task.eval_every=2", "seeds=2", "task.test_size=10",
-            "task.validation_size=10", "task.test_domains=[100,1000]", "task.batch_size=8"]
-    cli(["-m", "suite.run", "-m", "+experiment=figure4_numbers", f"model={model}", "task.kind=program"] + tiny, workdir)
+    cli(["-m", "suite.run", "-m", "+experiment=figure4_numbers", f"model={model}", "task.kind=program"] + TINY, workdir)
     (metrics,) = [json.loads(p.read_text()) for p in (workdir / "multirun/figure4_numbers").rglob("metrics.json")]
     assert metrics["encoding"] == "numbers" and metrics["config"]["task"]["encoding"] == "numbers"
     out = workdir / "results"
@@ -188,9 +188,7 @@ def test_builder_cell_set_by_hand_adds_numbers_it_reads_digit_by_digit():
 
 
 def test_builder_variant_trains_end_to_end(workdir):
-    tiny = ["progress=false", "task.steps=4", "task.eval_every=2", "seeds=2", "task.test_size=10",
-            "task.validation_size=10", "task.test_domains=[100,1000]", "task.batch_size=8"]
-    cli(["-m", "suite.run", "-m", "+experiment=figure4_builder", "task.kind=addition"] + tiny, workdir)
+    cli(["-m", "suite.run", "-m", "+experiment=figure4_builder", "task.kind=addition"] + TINY, workdir)
     runs = workdir / "multirun/figure4_builder"
     models = sorted(json.loads(p.read_text())["config"]["model"]["name"] for p in runs.rglob("metrics.json"))
     assert models == ["nalu", "nalu_builder"]
