@@ -52,7 +52,7 @@ class Case:
             problem, in_features = ArithmeticProblem(cfg.task, seeds_, recurrent, ops=ops_), cfg.task.input_size
         model = build_model(model_factory(cfg.model), in_features, 1, self.members, recurrent)
         init_members(model, seeds_)
-        self.model, self.problem = model.to(device), problem.to(device)
+        self.device, self.model, self.problem = device, model.to(device), problem.to(device)
         self.evaluate = problem.evaluate
         problem.evaluate = lambda model: {}  # training only: evaluation is measured apart (eval_s)
         self.opt = instantiate(cfg.optimizer)(model.parameters())
@@ -65,6 +65,7 @@ class Case:
         start = time.perf_counter()
         fit(self.model, self.problem, self.opt, steps=steps, eval_every=10**9, progress=False,
             train_step=self.train_step)
+        synchronize(self.device)
         return self.members * steps / (time.perf_counter() - start)
 
     def eval_s(self) -> float:
@@ -72,12 +73,22 @@ class Case:
         with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
             full = compose("config", [f"task={self.cfg.task.name}"]).task
         problem = ArithmeticProblem(full, list(range(self.members)), full.name.startswith("recurrent"))
+        problem.to(self.device)
         self.model.eval()
-        start = time.perf_counter()
         with torch.no_grad():
+            problem.evaluate(self.model)  # a first call pays for the device's warm-up, not timed
+            synchronize(self.device)
+            start = time.perf_counter()
             problem.evaluate(self.model)
+            synchronize(self.device)
         self.model.train()
         return time.perf_counter() - start
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work, so that a timer read next counts it."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def best_rates(cases: dict[str, Case], steps: int, repeats: int) -> dict[str, float]:

@@ -89,18 +89,24 @@ def test_gridworld_refuses_a_gpu_before_touching_its_cell(tmp_path, monkeypatch)
 ])
 def test_tiny_cells_train_on_cuda_as_on_the_cpu(args, workdir):
     """On a GPU machine: the whole pipeline (training, post-training scoring) runs on CUDA, and its
-    numbers match the CPU's closely (not bit for bit: other kernels, other rounding)."""
+    numbers match the CPU's closely (not bit for bit: other kernels, other rounding). Before any
+    step (``init``) only the summation order differs; after three steps the runs have drifted a
+    little. Three, not more: on an H200 (2026-12-04) the 30-step runs drifted apart by 1-8% (the
+    DNC's training loss most), as Adam's sign-like early steps flip where a gradient is rounding
+    noise, and a looser tolerance would let a real difference through."""
     import json
 
     from tests.conftest import cli
 
     out = {}
     for device in ("cpu", "cuda"):
-        cli(["-m", "suite.run", *args, f"device={device}", f"hydra.run.dir=run_{device}"], workdir)
+        cli(["-m", "suite.run", *args, "task.steps=3", f"device={device}", f"hydra.run.dir=run_{device}"], workdir)
         out[device] = json.loads((workdir / f"run_{device}" / "metrics.json").read_text())["members"]
     for cpu, gpu in zip(out["cpu"], out["cuda"], strict=True):
+        for key, value in cpu["init"].items():
+            assert gpu["init"][key] == pytest.approx(value, rel=1e-4, abs=1e-5, nan_ok=True), f"init {key}"
         for key, value in cpu["final"].items():
-            assert gpu["final"][key] == pytest.approx(value, rel=1e-2, abs=1e-4, nan_ok=True), key
+            assert gpu["final"][key] == pytest.approx(value, rel=1e-2, abs=1e-4, nan_ok=True), f"final {key}"
 
 
 def test_full_float32_turns_tensorfloat32_off():
