@@ -36,7 +36,7 @@ def compiled_layout():
     """Within: the layout a compiled step (``nalu.fast``) traces, which ``torch.compile`` turns into
     fewer, fused loops, and eager autograd into more, small operations (so the autograd path keeps
     its own): per-member products of ``SMALL_IN`` inputs or fewer elementwise instead of a batch of
-    tiny GEMMs, and recurrent cells that ``takes_parts`` reading ``(x_t, h_{t-1})`` unconcatenated."""
+    tiny GEMMs, and recurrent layers that ``takes_parts`` reading ``(x_t, h_{t-1})`` unconcatenated."""
     global _compiled_layout
     before, _compiled_layout = _compiled_layout, True
     try:
@@ -52,7 +52,7 @@ def in_compiled_layout() -> bool:
 @contextlib.contextmanager
 def feature_major():
     """Within: inputs given in parts to ``member_matmul`` are feature-major, ``[M|1, in, B]``, and
-    products come out ``[M, out, B]``. A recurrent cell's state is two or so features wide; laid
+    products come out ``[M, out, B]``. A recurrent layer's state is two or so features wide; laid
     out ``[M, B, 2]`` its elementwise work runs in loops whose innermost dimension is 2, which
     inductor vectorises with masked 16-lane loads (most of a recurrent step's time); laid out
     ``[M, 2, B]`` the innermost loop runs over the batch. Used by ``nalu.stack.Stack`` in a
@@ -71,7 +71,7 @@ Parts = tuple[Tensor, ...]  # an input given as pieces of its last dimension, e.
 def member_matmul(x: Tensor | Parts, weight: Tensor) -> Tensor:
     """``x @ weight^T`` per member: ``x`` is ``[M|1, B, in]``, ``weight`` is ``[M, out, in]``.
 
-    ``x`` may be a tuple of parts whose widths add up to ``in`` (what a recurrent cell reads,
+    ``x`` may be a tuple of parts whose widths add up to ``in`` (what a recurrent layer reads,
     ``[x_t, h_{t-1}]``, without concatenating them): a part shared by every member (``[1, B, n]``)
     is then one product for all of them, a member's own narrow state an elementwise one."""
     if isinstance(x, tuple):

@@ -14,12 +14,12 @@ Every model of the suite is built by a callable with the signature
 the recurrent layer as an accumulator: its state-to-state weights begin at ~I instead of the
 layer's own random initialisation (for a dense layer, the IRNN of Le et al. 2015).
 
-``cell_depth=k`` makes the first ``k`` layers the recurrent cell: ``h_t = L_k(...L_1([x_t, h_{t-1}]))``,
+``step_depth=k`` makes the first ``k`` layers the recurrent step: ``h_t = L_k(...L_1([x_t, h_{t-1}]))``,
 the state being ``hidden[k - 1]`` wide. With a NALU under a NAC (``model=nalu_builder``) one step
 can compute ``v_t = 10 * v_{t-1} + digit``: the NALU's multiplicative path forms ``e_t * v_{t-1}``
 (``e_t`` a product of the token's embedding entries: 10 for a digit, ~0 to clear), its additive path passes the
 digit's value and the other registers on, and the NAC adds them (``tests/test_program_eval.py``
-sets it by hand). A feed-forward stack ignores ``cell_depth``.
+sets it by hand). A feed-forward stack ignores ``step_depth``.
 """
 
 from __future__ import annotations
@@ -50,29 +50,29 @@ class Stack(nn.Module):
         hidden: Sequence[int],
         recurrent: bool = False,
         state_init: str = "random",
-        cell_depth: int = 1,
+        step_depth: int = 1,
     ):
         super().__init__()
         self.state_init = check_choice("state_init", state_init, ("random", "identity"))
         hidden = list(hidden)
         if recurrent and not hidden:
             raise ConfigError("a recurrent stack needs at least one hidden layer (its state)")
-        cell_depth = cell_depth if recurrent else 1  # a feed-forward stack has no cell
-        if not 1 <= cell_depth <= max(len(hidden), 1):
-            raise ConfigError(f"cell_depth must be between 1 and the number of hidden layers ({len(hidden)}), "
-                              f"got {cell_depth}")
-        if cell_depth != 1 and state_init != "random":
-            raise ConfigError("state_init=identity starts a one-layer cell as an accumulator; "
-                              f"this cell has {cell_depth} layers")
+        step_depth = step_depth if recurrent else 1  # a feed-forward stack has no recurrent step
+        if not 1 <= step_depth <= max(len(hidden), 1):
+            raise ConfigError(f"step_depth must be between 1 and the number of hidden layers ({len(hidden)}), "
+                              f"got {step_depth}")
+        if step_depth != 1 and state_init != "random":
+            raise ConfigError("state_init=identity starts a one-layer step as an accumulator; "
+                              f"this step has {step_depth} layers")
         sizes = [in_features, *hidden, out_features]
         if recurrent:
-            sizes[0] += hidden[cell_depth - 1]  # the cell reads [x_t, h_{t-1}]
+            sizes[0] += hidden[step_depth - 1]  # the step reads [x_t, h_{t-1}]
         n = len(sizes) - 1
         self.layers = nn.ModuleList(
             layer(sizes[k], sizes[k + 1], members, k == n - 1) for k in range(n)
         )
-        self.recurrent, self.cell_depth = recurrent, cell_depth
-        self.state_size = hidden[cell_depth - 1] if recurrent else 0
+        self.recurrent, self.step_depth = recurrent, step_depth
+        self.state_size = hidden[step_depth - 1] if recurrent else 0
         self.n_inputs = in_features
 
     def after_init_member(self, i: int) -> None:
@@ -80,17 +80,17 @@ class Stack(nn.Module):
         if self.recurrent and self.state_init == "identity":
             self.layers[0].init_identity_state(i, self.n_inputs)
 
-    def cell(self) -> nn.Module:
-        """The recurrent cell: the first layer, or the first ``cell_depth`` layers in a chain."""
-        return self.layers[0] if self.cell_depth == 1 else nn.Sequential(*self.layers[: self.cell_depth])
+    def recurrent_step(self) -> nn.Module:
+        """The recurrent step: the first layer, or the first ``step_depth`` layers in a chain."""
+        return self.layers[0] if self.step_depth == 1 else nn.Sequential(*self.layers[: self.step_depth])
 
     def forward(self, x: Tensor) -> Tensor:
-        if in_compiled_layout() and takes_parts(self.layers[0]) and self.cell_depth == 1:
+        if in_compiled_layout() and takes_parts(self.layers[0]) and self.step_depth == 1:
             return self._forward_feature_major(x)
         layers = list(self.layers)
         if self.recurrent:
-            x = recur(self.cell(), x, self.state_size)
-            layers = layers[self.cell_depth:]
+            x = recur(self.recurrent_step(), x, self.state_size)
+            layers = layers[self.step_depth:]
         for layer in layers:
             x = layer(x)
         return x
@@ -101,8 +101,8 @@ class Stack(nn.Module):
         if not self.recurrent:
             raise ConfigError("per-step outputs need a recurrent stack")
         B, T = x.shape[1:3]
-        h = recur(self.cell(), x, self.state_size, every_step=True).flatten(1, 2)  # [M, B * T, state]
-        for layer in self.layers[self.cell_depth:]:
+        h = recur(self.recurrent_step(), x, self.state_size, every_step=True).flatten(1, 2)  # [M, B * T, state]
+        for layer in self.layers[self.step_depth:]:
             h = layer(h)
         return h.unflatten(1, (B, T))
 
@@ -168,7 +168,7 @@ def units(
     state_init: str = "random",
     hidden_unit: str | None = None,
     hidden_kwargs: Mapping[str, Any] | None = None,
-    cell_depth: int = 1,
+    step_depth: int = 1,
     **unit_kwargs,
 ) -> Stack:
     """A stack of arithmetic units (``unit`` in ``nalu.units.UNITS``) with no nonlinearity between.
@@ -190,7 +190,7 @@ def units(
         def next_layer(i: int, o: int, m: int, last: bool) -> nn.Module:
             return next(classes)(i, o, m)
 
-        return Stack(next_layer, in_features, out_features, members, hidden, recurrent, state_init, cell_depth)
+        return Stack(next_layer, in_features, out_features, members, hidden, recurrent, state_init, step_depth)
     cls = UNITS[check_choice("unit", unit, UNITS)]
     hidden_cls = UNITS[check_choice("unit", hidden_unit, UNITS)] if hidden_unit else cls
     below = dict(unit_kwargs if hidden_kwargs is None else hidden_kwargs)
@@ -198,4 +198,4 @@ def units(
     def layer(i: int, o: int, m: int, last: bool) -> nn.Module:
         return cls(i, o, m, **unit_kwargs) if last else hidden_cls(i, o, m, **below)
 
-    return Stack(layer, in_features, out_features, members, hidden, recurrent, state_init, cell_depth)
+    return Stack(layer, in_features, out_features, members, hidden, recurrent, state_init, step_depth)

@@ -30,7 +30,7 @@ from nalu.train import fit
 from suite.run import CONFIG_DIR
 from tasks.arithmetic import OPS, ArithmeticProblem
 from tasks.cell import build_model, model_factory
-from tasks.identity import IdentityProblem
+from tasks.arithmetic.identity import IdentityProblem
 from tasks.mnist.data import raw_dir
 
 

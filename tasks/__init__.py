@@ -1,5 +1,5 @@
 """The experiments: one task per paper table or figure, each a ``Task`` that its config names
-(``entry: tasks.identity:TASK`` in ``configs/task/<task>.yaml``); the runner (``suite.run``) knows
+(``entry: tasks.arithmetic.identity:TASK`` in ``configs/task/<task>.yaml``); the runner (``suite.run``) knows
 nothing else of them.
 """
 

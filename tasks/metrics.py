@@ -36,7 +36,6 @@ class Member(TypedDict, total=False):
 
 # arithmetic (Table 1, the units table): mean squared error on each range
 INTERPOLATION, EXTRAPOLATION = "interpolation", "extrapolation"
-ARITHMETIC_SPLITS = (VALIDATION, INTERPOLATION, EXTRAPOLATION)
 
 # identity (Table 5, Figure 1)
 TABLE5_MAE = "table5_mae"  # mean absolute error on Table 5's inputs

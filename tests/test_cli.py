@@ -95,7 +95,7 @@ def test_cells_record_their_code_and_are_redone_when_it_changes(workdir):
     cli(args, workdir)
     nac, none = sorted((workdir / "multirun" / "code").glob("*/metrics.json"))
     recorded = json.loads(nac.read_text())["code"]
-    assert {"nalu/train.py", "nalu/units/nac.py", "tasks/arithmetic.py", "tasks/cell.py"} <= set(recorded)
+    assert {"nalu/train.py", "nalu/units/nac.py", "tasks/arithmetic/functions.py", "tasks/cell.py"} <= set(recorded)
     assert not any(path.startswith(("suite/tables/", "suite/run.py")) for path in recorded)  # builders, plumbing
 
     def cell_files() -> dict:  # every file of the sweep: both cells and its multirun.yaml
@@ -104,13 +104,13 @@ def test_cells_record_their_code_and_are_redone_when_it_changes(workdir):
     before = cell_files()
 
     m = json.loads(nac.read_text())
-    m["code"]["tasks/arithmetic.py"] = "0" * 16  # as if the task's code had been edited since
+    m["code"]["tasks/arithmetic/functions.py"] = "0" * 16  # as if the task's code had been edited since
     nac.write_text(json.dumps(m))
     before[nac] = (nac.stat().st_mtime_ns, nac.read_bytes())
     assert nac.parent.parent / "multirun.yaml" in before
     check = cli(args + ["dry_run=true"], workdir)
     status = [line for line in check.stderr.splitlines() if line.startswith("status: ")]
-    assert status == ["status: to run: static/add/nac (its code changed (tasks/arithmetic.py))",
+    assert status == ["status: to run: static/add/nac (its code changed (tasks/arithmetic/functions.py))",
                       "status: up to date: static/add/none"]
     assert before == cell_files()
     record, kept = nac.parent.parent / "multirun.yaml", nac.parent.parent / ".multirun.yaml.kept"

@@ -169,11 +169,11 @@ def test_the_readme_example_of_a_plain_nalu():
 
 
 def test_a_two_layer_cell_feeds_its_second_layer_back_as_the_state():
-    """cell_depth=2: h_t = L2(L1([x_t, h_{t-1}])), the read-out after; a one-layer cell is unchanged."""
+    """step_depth=2: h_t = L2(L1([x_t, h_{t-1}])), the read-out after; a one-layer step is unchanged."""
     from nalu.ensemble import init_members
 
     x = torch.randn(1, 3, 5, 2)  # [1, B, T, in]
-    deep = units(["nac", "nac", "nac"], 2, 1, members=1, hidden=[4, 3], recurrent=True, cell_depth=2)
+    deep = units(["nac", "nac", "nac"], 2, 1, members=1, hidden=[4, 3], recurrent=True, step_depth=2)
     init_members(deep, [0])
     l1, l2, out = deep.layers
     assert (l1.in_features, l1.out_features, l2.out_features) == (2 + 3, 4, 3)
@@ -186,14 +186,14 @@ def test_a_two_layer_cell_feeds_its_second_layer_back_as_the_state():
 
     shallow = units("nac", 2, 1, members=1, hidden=[4, 3], recurrent=True)
     assert shallow.layers[0].in_features == 2 + 4  # the default cell is the first layer
-    flat = units("nac", 2, 1, members=1, hidden=[4, 3], cell_depth=2)  # feed-forward: no cell
+    flat = units("nac", 2, 1, members=1, hidden=[4, 3], step_depth=2)  # feed-forward: no recurrent step
     assert flat.layers[0].in_features == 2 and flat(x[:, :, 0]).shape == (1, 3, 1)
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(recurrent=True, cell_depth=3), "cell_depth"),
-    (dict(recurrent=True, cell_depth=0), "cell_depth"),
-    (dict(recurrent=True, cell_depth=2, state_init="identity"), "identity"),
+    (dict(recurrent=True, step_depth=3), "step_depth"),
+    (dict(recurrent=True, step_depth=0), "step_depth"),
+    (dict(recurrent=True, step_depth=2, state_init="identity"), "identity"),
 ])
 def test_impossible_cells_are_refused(kwargs, message):
     from nalu.errors import ConfigError

@@ -71,16 +71,6 @@ def evaluate(text: str) -> int:
     return value(then if take else otherwise)
 
 
-def to_python(text: str) -> str:
-    """The same program as Python source (for checking ``evaluate`` against Python itself)."""
-    if not text.startswith("a="):
-        return f"print({text})"
-    assign_a, assign_b, branch, printed = text.split(";")
-    cond, rest = branch.split(":", 1)
-    then, otherwise = rest.split(" else:")
-    return "\n".join([assign_a, assign_b, f"{cond}:", f"    {then}", "else:", f"    {otherwise}", printed])
-
-
 NUMBER = len(ALPHABET) + 1  # the token of an integer literal, in the ``numbers`` encoding
 ENCODINGS = ("chars", "numbers")
 
