@@ -38,14 +38,14 @@ def test_move_reaches_nested_tensors_and_leaves_the_rest():
     + [("recurrent_arithmetic", m) for m in ("nalu", "lstm", "gru", "ugrnn", "rnn_tanh")],
 )
 def test_arithmetic_runs_on_the_model_device(task, model, monkeypatch):
-    from tasks import arithmetic
+    from tasks.arithmetic import functions
 
-    entry = arithmetic.STATIC if task == "static_arithmetic" else arithmetic.RECURRENT
+    entry = functions.STATIC if task == "static_arithmetic" else functions.RECURRENT
     on_meta(entry.run, compose([f"task={task}", f"model={model}", *TINY_ARITHMETIC]), monkeypatch)
 
 
 def test_identity_runs_on_the_model_device(monkeypatch):
-    from tasks import identity
+    from tasks.arithmetic import identity
 
     on_meta(identity.run, compose(["task=identity", "model=relu6", *TINY_IDENTITY]), monkeypatch)
 
