@@ -115,6 +115,9 @@ def test_cells_that_cannot_fuse_still_run_under_the_fused_launcher(workdir, laun
                "task.table5.points=101"], workdir)
     made = [json.loads(p.read_text()) for p in (workdir / "multirun/identity").glob("*/metrics.json")]
     assert len(made) == 2 and all(m["complete"] and m["fused_with"] == [] for m in made)
+    # each cell records the code it ran, and the identity task does not run the arithmetic functions
+    assert all("tasks/arithmetic/identity.py" in m["code"] and "tasks/arithmetic/functions.py" not in m["code"]
+               for m in made)
 
 
 def test_a_bad_cell_refuses_the_sweep_before_any_cell_runs(workdir):
