@@ -97,7 +97,7 @@ else ifneq ($(VARIANT),)
 	$(TABLES) units --runs multirun/units$(V) --long none --out results --name units$(V)
 else
 	$(RUN) -m +experiment=units $(SWEEP)
-	$(RUN) -m +experiment=units_long model=nmu task.op=mul task.steps=1500000 progress=false $(DRY) $(ON) & nmu=$$!; trap 'kill $$nmu; wait $$nmu; exit 130' INT TERM; \
+	$(RUN) -m +experiment=units_long model=nmu task.op=mul task.steps=1500000 progress=false $(DRY) $(ON) $(if $(DRY),|| exit $$?;,&) nmu=$$!; trap 'kill $$nmu; wait $$nmu; exit 130' INT TERM; \
 	$(RUN) -m +experiment=units_long hydra/launcher=basic progress=false $(DRY) $(ON); rc=$$?; wait $$nmu && exit $$rc
 	$(TABLES) units --runs multirun/units --long multirun/units_long --out results
 endif
