@@ -21,7 +21,7 @@ SWEEP := $(if $(filter 1 true yes,$(DRY_RUN)),$(DRY),hydra/launcher=fused hydra.
 export WANDB_MODE ?= offline
 # BUDGET=paper: Tables 1 and 3 at the literature's budgets (Table 1: 5,000,000 static steps, Madsen &
 # Johansen 2020, 2,000,000 recurrent, Hoedt et al. 2021; Table 3: 300,000, the paper's Appendix D):
-# configs/experiment/*_paper.yaml, cells committed in results/cells/ (a killed run resumes from its
+# configs/experiment/*_paper.yaml, run folders in multirun/ (a killed run resumes from its
 # checkpoint), tables results/<table>_paper.*
 BUDGET ?= default
 $(if $(filter-out default paper,$(BUDGET)),$(error BUDGET must be default or paper, got '$(BUDGET)'))
@@ -30,7 +30,7 @@ PAPER := $(if $(filter paper,$(BUDGET)),_paper)
 # outputs results/<target>_<name>.* beside the default ones (make reproduce-figure4 VARIANT=numbers)
 VARIANT ?=
 V := $(if $(VARIANT),_$(VARIANT))
-RUNS := $(if $(PAPER),results/cells,multirun)
+RUNS := multirun
 
 .PHONY: help install data test bench reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-units verify clean
 
@@ -91,7 +91,7 @@ reproduce-figure5: install  ## Figure 5: grid-world time tracking, A3C and A3C +
 reproduce-units: install  ## NAC, NALU, NAU, NMU, iNALU, NPU, RealNPU + baselines, 54 cells x 10 seeds, + 3 longer -> results/units.* (BUDGET=paper: units_paper.*; VARIANT=seeds100: 100 seeds per cell, units_seeds100.*)
 ifeq ($(BUDGET),paper)
 	$(RUN) -m +experiment=units_paper $(SWEEP)
-	$(TABLES) units --runs results/cells/units_paper results/cells/table1_static_paper --long none --out results --name units_paper
+	$(TABLES) units --runs multirun/units_paper multirun/table1_static_paper --long none --out results --name units_paper
 else ifneq ($(VARIANT),)
 	$(RUN) -m +experiment=units$(V) $(SWEEP)
 	$(TABLES) units --runs multirun/units$(V) --long none --out results --name units$(V)

@@ -76,7 +76,7 @@ class DigitEncoder(nn.Module):
 
     def forward(self, images: Tensor) -> Tensor:
         M, N = self.members, images.shape[1]
-        x = images.float()
+        x = images.to(next(self.parameters()).dtype)  # float32 in the suite; float64 in its golden runs
         if images.dtype == torch.uint8:
             x = x / 255.0
         x = (x - MNIST_MEAN) / MNIST_STD
@@ -124,7 +124,7 @@ class CanvasEncoder(nn.Module):
 
     def forward(self, canvases: Tensor) -> Tensor:
         M, N = self.members, canvases.shape[1]
-        x = canvases.float()
+        x = canvases.to(next(self.parameters()).dtype)
         if canvases.dtype == torch.uint8:
             x = x / 255.0
         x = x[0].unsqueeze(1).expand(N, M, *x.shape[2:]) if x.shape[0] == 1 else x.transpose(0, 1)

@@ -122,18 +122,14 @@ def generators(*objects: Any) -> list[torch.Generator]:
 @dataclass
 class Checkpoint:
     """Where ``fit`` saves its state, how often, and what the state must belong to: ``key``
-    names the run (its configs); a file saved under another key is ignored. ``code()`` gives
-    what a save records of the code (the runner: digests of the modules the run imported) and
-    ``changed(recorded)`` which of those differ now: a state saved by other code is ignored too,
-    while edits to modules the run never imported leave it usable. ``on_resume(step)`` is called
-    when a run picks up from a saved step (e.g. to drop the history logged after it)."""
+    names the run (the runner: its cells' configs and their task's numerics version); a file
+    saved under another key is ignored. ``on_resume(step)`` is called when a run picks up from a
+    saved step (e.g. to drop the history logged after it)."""
 
     path: Path
     every_s: float = 600.0
     key: str = ""
     on_resume: Callable[[int], None] | None = None
-    code: Callable[[], dict] | None = None
-    changed: Callable[[dict], list[str]] | None = None
 
     def read(self) -> tuple[dict | None, str | None]:
         """The saved state, or None and why it cannot be used (None: there is none)."""
@@ -144,10 +140,7 @@ class Checkpoint:
         except Exception:  # torn or foreign: a run from scratch
             return None, "unreadable"
         if not (isinstance(state, dict) and state.get("key") == self.key):
-            return None, "saved for another config"
-        edited = self.changed(state.get("code") or {}) if self.changed else []
-        if edited:
-            return None, f"its code changed ({', '.join(edited)})"
+            return None, "saved for another config or numerics version"
         return state, None
 
     def load(self) -> dict | None:
@@ -160,7 +153,7 @@ class Checkpoint:
 
     def save(self, state: dict) -> None:
         tmp = self.path.with_name(f".{self.path.name}.tmp")
-        torch.save({**state, "key": self.key, "code": self.code() if self.code else None}, tmp)
+        torch.save({**state, "key": self.key}, tmp)
         os.replace(tmp, self.path)
 
     def remove(self) -> None:

@@ -27,7 +27,7 @@ from hydra.utils import instantiate
 from nalu import device as devices
 from nalu.ensemble import init_members
 from nalu.train import fit
-from suite.run import CONFIG_DIR
+from suite.config import CONFIG_DIR
 from tasks.arithmetic import OPS, ArithmeticProblem
 from tasks.cell import build_model, model_factory
 from tasks.arithmetic.identity import IdentityProblem

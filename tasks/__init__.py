@@ -34,10 +34,15 @@ class Task:
     - ``check(cfg)``: refusals known from the config alone (a ``nalu.errors.ConfigError``), asked
       before any cell of a sweep runs or writes a file;
     - ``run_group(cfgs, log) -> [dict]``: several cells trained as one batched model (the fused
-      launcher), which may differ only in the config keys of ``fuses``.
+      launcher), which may differ only in the config keys of ``fuses``;
+    - ``numerics``: the version of the numbers the task computes. A finished cell stays up to
+      date while its config and this version are unchanged (``suite.record``): bump it by hand
+      with any change that alters a cell's numbers (data, initialisation, training, scoring);
+      the task's golden tiny run (``tests/test_golden.py``) fails until it is bumped.
     """
 
     run: Callable[[DictConfig, Log], dict]
     check: Callable[[DictConfig], None] | None = None
     run_group: Callable[[list[DictConfig], Log], list[dict]] | None = None
     fuses: tuple[str, ...] = ()
+    numerics: int = 1

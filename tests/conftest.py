@@ -26,11 +26,36 @@ TINY_ARITHMETIC = TINY + [
 TINY_IDENTITY = TINY + ["task.table5.points=101"]
 
 
+TRAIN, VAL, TEST = 10, 20, 30  # first pixel of every fake MNIST image tells its split
+
+
+def make_fake_mnist(root: Path) -> Path:
+    """A small MNIST in IDX files under ``root`` whose first pixel marks the split (the last 40
+    training images are the ones the task holds out for validation)."""
+    import numpy as np
+
+    from tasks.mnist import data as mnist_data
+
+    rng = np.random.default_rng(0)
+
+    def split(n, mark):
+        x = rng.integers(0, 256, size=(n, 784)).astype(np.float64)
+        x[:, 0] = mark
+        return (x / 256).astype(np.float32), rng.integers(0, 10, size=n)
+
+    (tx, ty), (vx, vy), (sx, sy) = split(160, TRAIN), split(40, VAL), split(60, TEST)
+    raw = mnist_data.raw_dir(root)
+    raw.mkdir(parents=True)
+    for name, content in mnist_data.to_idx(((tx, ty), (vx, vy), (sx, sy))).items():
+        (raw / name).write_bytes(content)
+    return root
+
+
 def compose(overrides: list[str]):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from suite.run import CONFIG_DIR
+    from suite.config import CONFIG_DIR
 
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
         return hydra_compose("config", overrides)

@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 
 from nalu.errors import ConfigError
 from nalu.train import EvalSchedule
-from suite.run import run_job
+from suite.runner import run_job
 from tasks.arithmetic import ArithmeticProblem
 
 from .conftest import ROOT, TINY_ARITHMETIC, cli, compose

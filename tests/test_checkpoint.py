@@ -113,23 +113,6 @@ def test_checkpoint_of_another_run_is_ignored(tmp_path):
     same(whole, run(*fresh("nac"), checkpoint=other))
 
 
-def test_checkpoint_of_other_code_is_ignored_but_unrelated_edits_are_not(tmp_path):
-    """A save records what ``code()`` gives (the runner: the imported modules' digests); a later
-    run resumes unless ``changed`` finds one of those modules edited, and says why it does not."""
-    edited: list[str] = []
-    ckpt = Checkpoint(tmp_path / "checkpoint.pt", every_s=0.0, key="k", code=lambda: {"nalu/train.py": "d1"},
-                      changed=lambda recorded: [k for k in recorded if k in edited])
-    model, problem, opt = fresh("nac")
-    with pytest.raises(Killed):
-        run(model, dies_at(problem, 50), opt, checkpoint=ckpt)
-    state, why = ckpt.read()
-    assert why is None and state["step"] == ckpt.step() == 49 and state["code"] == {"nalu/train.py": "d1"}
-    edited.append("tasks/programs/generate.py")  # a module the run never imported
-    assert ckpt.step() == 49
-    edited.append("nalu/train.py")
-    assert ckpt.read() == (None, "its code changed (nalu/train.py)") and ckpt.step() == 0
-
-
 def test_torn_checkpoint_file_is_ignored(tmp_path):
     path = tmp_path / "checkpoint.pt"
     path.write_bytes(b"not a checkpoint")

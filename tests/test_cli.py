@@ -90,28 +90,34 @@ def test_sweep_resumes_without_redoing_complete_cells(workdir):
     assert (broken.parent / "history.csv").read_text().startswith("step,seed,metric,value")
 
 
-def test_cells_record_their_code_and_are_redone_when_it_changes(workdir):
+def test_cells_are_redone_when_their_numerics_version_changes_and_only_noted_when_code_does(workdir):
+    """A cell is up to date by its config hash and its task's numerics version (``suite.record``):
+    code that differs from the cell's record is named by a dry run, never a reason to rerun."""
     args = RUN + ["-m", "model=nac,none", "task.op=add", "name=code"] + TINY_ARITHMETIC
     cli(args, workdir)
     nac, none = sorted((workdir / "multirun" / "code").glob("*/metrics.json"))
-    recorded = json.loads(nac.read_text())["code"]
+    m = json.loads(nac.read_text())
+    assert m["numerics"] == 1 and "commit" in m and "dirty" in m
+    recorded = m["code"]
     assert {"nalu/train.py", "nalu/units/nac.py", "tasks/arithmetic/functions.py", "tasks/cell.py"} <= set(recorded)
-    assert not any(path.startswith(("suite/tables/", "suite/run.py")) for path in recorded)  # builders, plumbing
+    assert not any(path.startswith(("suite/tables/", "suite/run")) for path in recorded)  # builders, plumbing
 
     def cell_files() -> dict:  # every file of the sweep: both cells and its multirun.yaml
         return {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in nac.parent.parent.rglob("*") if p.is_file()}
 
-    before = cell_files()
-
-    m = json.loads(nac.read_text())
     m["code"]["tasks/arithmetic/functions.py"] = "0" * 16  # as if the task's code had been edited since
+    m["commit"], m["dirty"] = "abc1234def", False
     nac.write_text(json.dumps(m))
-    before[nac] = (nac.stat().st_mtime_ns, nac.read_bytes())
+    m = json.loads(none.read_text())
+    m["numerics"] = 0  # as if made before the task's numbers last changed
+    none.write_text(json.dumps(m))
+    before = cell_files()
     assert nac.parent.parent / "multirun.yaml" in before
     check = cli(args + ["dry_run=true"], workdir)
     status = [line for line in check.stderr.splitlines() if line.startswith("status: ")]
-    assert status == ["status: to run: static/add/nac (its code changed (tasks/arithmetic/functions.py))",
-                      "status: up to date: static/add/none"]
+    assert status == [
+        "status: up to date: static/add/nac; code differs from the cell's commit abc1234 in tasks/arithmetic/functions.py",
+        "status: to run: static/add/none (its task's numerics version is now 1, the cell's 0)"]
     assert before == cell_files()
     record, kept = nac.parent.parent / "multirun.yaml", nac.parent.parent / ".multirun.yaml.kept"
     made = record.read_bytes()
@@ -121,8 +127,8 @@ def test_cells_record_their_code_and_are_redone_when_it_changes(workdir):
     assert record.read_bytes() == made and not kept.exists()
 
     p = cli(args, workdir)
-    assert "skip static/add/none: complete" in p.stderr and "done static/add/nac" in p.stderr
-    assert json.loads(nac.read_text())["code"] == recorded
+    assert "skip static/add/nac: complete" in p.stderr and "done static/add/none" in p.stderr
+    assert json.loads(none.read_text())["numerics"] == 1
 
 
 def test_a_dry_run_of_a_sweep_never_run_leaves_nothing_behind(workdir):
@@ -159,7 +165,7 @@ def test_code_digest_text_leaves_out_empty_fields():
     assert canonical(ast.parse("f(None, [])")) != canonical(ast.parse("f()"))
 
 
-def test_only_modules_that_make_numbers_can_invalidate_a_cell():
+def test_only_modules_that_make_numbers_are_compared_with_a_cells_code():
     from suite.provenance import changed, snapshot
 
     now = snapshot()

@@ -10,7 +10,8 @@ from omegaconf import OmegaConf
 
 from nalu.ensemble import init_members
 from nalu.errors import ConfigError
-from suite.run import CONFIG_DIR, config_hash
+from suite.config import CONFIG_DIR
+from suite.record import config_hash
 from tasks.cell import build_model, model_factory
 
 from .conftest import compose

@@ -66,14 +66,14 @@ def test_program_evaluation_runs_on_the_model_device(model, monkeypatch):
 
 def test_gridworld_refuses_a_gpu_before_touching_its_cell(tmp_path, monkeypatch):
     """The A3C runs on the CPU only, and says so before the logger rewrites the cell's history."""
-    import suite.run
+    import suite.runner
 
     monkeypatch.setattr(devices, "resolve", lambda name: torch.device("cuda"))  # as on a GPU machine
-    monkeypatch.setattr(suite.run, "full_float32", lambda: None)
+    monkeypatch.setattr(suite.runner, "full_float32", lambda: None)
     (tmp_path / "history.csv").write_text("step,seed,metric,value\n7,0,reward,1.0\n")
     cfg = compose(["task=gridworld_time", "device=cuda", "progress=false"])
     with pytest.raises(ConfigError, match="runs on the CPU only"):
-        suite.run.run_job(cfg, tmp_path)
+        suite.runner.run_job(cfg, tmp_path)
     assert (tmp_path / "history.csv").read_text().endswith("7,0,reward,1.0\n")
 
 
@@ -122,13 +122,13 @@ def test_full_float32_turns_tensorfloat32_off():
     """What the runner does for a CUDA cell: no TF32 in matmuls, convolutions or cuDNN RNNs."""
     from torch.backends import cuda, cudnn
 
-    import suite.run
+    import suite.runner
 
     if not hasattr(cuda.matmul, "fp32_precision"):
         pytest.skip("torch < 2.9: the legacy allow_tf32 flags")
     saved = (cuda.matmul.fp32_precision, cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision)
     try:
-        suite.run.full_float32()
+        suite.runner.full_float32()
         assert (cuda.matmul.fp32_precision, cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision) == ("ieee",) * 3
     finally:
         cuda.matmul.fp32_precision, cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision = saved

@@ -10,7 +10,7 @@ import torch
 
 from nalu.ensemble import init_members
 from nalu.train import fit
-from suite.run import run_job
+from suite.runner import run_job
 from tasks.arithmetic import ArithmeticProblem
 from tasks.cell import build_model, model_factory
 

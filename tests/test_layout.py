@@ -27,7 +27,7 @@ def test_every_task_config_names_a_task():
     """Tasks are found through their config (``entry: module:attribute``), never by file name."""
     from omegaconf import OmegaConf
 
-    from suite.run import task_of
+    from suite.config import task_of
     from tasks import Task
 
     configs = sorted((ROOT / "configs" / "task").glob("*.yaml"))
@@ -40,7 +40,7 @@ def test_every_task_config_names_a_task():
 
 def test_the_task_entry_is_not_hashed():
     """Moving a task's code changes its entry, not the cells' identity (the code is digested apart)."""
-    from suite.run import config_hash
+    from suite.record import config_hash
 
     from .conftest import compose
 

@@ -5,36 +5,17 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pytest
 import torch
 
-from tasks.mnist import data as mnist_data
 from tasks.mnist.series import SeriesProblem
 
-from .conftest import cli, compose, on_meta
-
-TRAIN, VAL, TEST = 10, 20, 30  # first pixel of every fake image tells its split
+from .conftest import TRAIN, VAL, TEST, cli, compose, make_fake_mnist, on_meta
 
 
 @pytest.fixture(scope="module")
 def fake_mnist(tmp_path_factory):
-    """A small MNIST in IDX files whose first pixel marks the split (the last 40 training images
-    are the ones the task holds out for validation)."""
-    rng = np.random.default_rng(0)
-
-    def split(n, mark, first=0):
-        x = rng.integers(0, 256, size=(n, 784)).astype(np.float64)
-        x[:, 0] = mark
-        return (x / 256).astype(np.float32), rng.integers(0, 10, size=n)
-
-    (tx, ty), (vx, vy), (sx, sy) = split(160, TRAIN), split(40, VAL), split(60, TEST)
-    root = tmp_path_factory.mktemp("fake_mnist")
-    raw = mnist_data.raw_dir(root)
-    raw.mkdir(parents=True)
-    for name, content in mnist_data.to_idx(((tx, ty), (vx, vy), (sx, sy))).items():
-        (raw / name).write_bytes(content)
-    return root
+    return make_fake_mnist(tmp_path_factory.mktemp("fake_mnist"))
 
 
 def problem(root, kind, *overrides):

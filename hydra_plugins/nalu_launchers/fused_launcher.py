@@ -1,10 +1,10 @@
 """``hydra/launcher=fused``: a sweep's cells that can share one batched model train as one.
 
-Cells of one *group* have the same ``suite.run.group_key``: one architecture, one input stream,
+Cells of one *group* have the same ``suite.runner.group_key``: one architecture, one input stream,
 and every config value alike but those their task lets differ (an arithmetic cell's op and
 seeds). A group trains in one process as one model whose members are cells x seeds; each cell
 still gets its own folder, ``.hydra/``, ``history.csv`` and ``metrics.json``, and is skipped,
-redone or reported by a dry run on its own (``suite.run.run_cells``).
+redone or reported by a dry run on its own (``suite.runner.run_cells``).
 
 Groups run ``n_jobs`` at a time on this machine (joblib's loky processes), or one per array task
 of a submitit executor (``submitit.cluster: slurm``, or ``local`` for a test), whose
@@ -27,25 +27,25 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 log = logging.getLogger(__name__)
 
-Job = tuple[int, DictConfig]  # (job number, its sweep config)
+Job = tuple[int, DictConfig, str]  # (job number, its sweep config, its values of the swept keys)
 
 
 def execute_group(hydra_context: HydraContext, jobs: list[Job], singleton_state: dict) -> list[JobReturn]:
     """Set up every cell of a group as Hydra would for a job (folder, ``.hydra/``), then train
-    them together (``suite.run.run_group_main``)."""
-    from suite.run import CellJob, job_overrides, run_group_main
+    them together (``suite.runner.run_group_main``)."""
+    from suite.runner import CellJob, run_group_main
 
     setup_globals()
     Singleton.set_state(singleton_state)
     cells, returns = [], []
-    for idx, sweep_config in jobs:
+    for idx, sweep_config, shown in jobs:
         with open_dict(sweep_config):
             sweep_config.hydra.job.id = f"{sweep_config.hydra.job.name}_{idx}"
             sweep_config.hydra.job.num = idx
         HydraConfig.instance().set_config(sweep_config)
 
-        def collect(cfg: DictConfig) -> None:
-            cells.append(CellJob(cfg, Path(HydraConfig.get().runtime.output_dir), job_overrides()))
+        def collect(cfg: DictConfig, shown: str = shown) -> None:
+            cells.append(CellJob(cfg, Path(HydraConfig.get().runtime.output_dir), shown))
 
         returns.append(run_job(hydra_context=hydra_context, task_function=collect, config=sweep_config,
                                job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir"))
@@ -82,9 +82,11 @@ class FusedLauncher(Launcher):
 
     def groups(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[list[Job]]:
         """The jobs, grouped by ``group_key`` in order of first appearance, once every cell has
-        passed ``suite.run.validate`` (a bad value refuses the sweep before any cell runs)."""
+        passed ``suite.config.validate`` (a bad value refuses the sweep before any cell runs). Each
+        job carries its values of the keys the sweep varies, for messages."""
         from nalu.errors import ConfigError, exit_with
-        from suite.run import group_key, validate
+        from suite import runner
+        from suite.config import validate
 
         by_key: dict[str, list[Job]] = {}
         cfgs = []
@@ -92,7 +94,8 @@ class FusedLauncher(Launcher):
             sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
             task_cfg = OmegaConf.masked_copy(sweep_config, [k for k in sweep_config if k != "hydra"])
             cfgs.append(task_cfg)
-            by_key.setdefault(group_key(task_cfg), []).append((idx, sweep_config))
+            shown = runner.shown_overrides(overrides, runner.SWEPT)
+            by_key.setdefault(runner.group_key(task_cfg), []).append((idx, sweep_config, shown))
         try:
             validate(cfgs)
         except ConfigError as e:
@@ -107,7 +110,7 @@ class FusedLauncher(Launcher):
         groups = self.groups(job_overrides, initial_job_idx)
         log.info(f"Fused launcher: {len(job_overrides)} cells in {len(groups)} groups, sweep output dir: {sweep_dir}")
         for group in groups:
-            log.info("\t" + " | ".join(" ".join(filter_overrides(c.hydra.overrides.task)) for _, c in group))
+            log.info("\t" + " | ".join(" ".join(filter_overrides(c.hydra.overrides.task)) for _, c, _ in group))
         state = Singleton.get_state()
         if self.submitit:
             results = self.launch_submitit(groups, state, sweep_dir)
@@ -119,7 +122,7 @@ class FusedLauncher(Launcher):
         else:
             results = [execute_group(self.hydra_context, g, state) for g in groups]
         by_idx = {idx: ret for group, rets in zip(groups, results, strict=True)
-                  for (idx, _), ret in zip(group, rets, strict=True)}
+                  for (idx, _, _), ret in zip(group, rets, strict=True)}
         return [by_idx[idx] for idx in sorted(by_idx)]
 
     def launch_submitit(self, groups: list[list[Job]], state: dict, sweep_dir: Path) -> list[list[JobReturn]]:

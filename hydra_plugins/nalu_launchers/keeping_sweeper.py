@@ -1,11 +1,11 @@
-"""``hydra/sweeper=keeping`` (the suite's default): Hydra's basic sweeper, except that a dry run
-(``dry_run=true``) leaves the sweep's ``multirun.yaml`` as it found it.
+"""``hydra/sweeper=keeping`` (the suite's default): Hydra's basic sweeper, except that it tells the
+runner which keys the sweep varies (``suite.runner.SWEPT``: they name a cell in messages), and
+that a dry run (``dry_run=true``) leaves the sweep's ``multirun.yaml`` as it found it.
 
 Hydra's sweeper writes ``<sweep dir>/multirun.yaml`` (the sweep's config and overrides) before any
 job, so a dry run that touches nothing else would still replace the record of the command that
-made the cells, committed ones in ``results/cells/`` included. Here the dry run's own record
-exists only while it runs (``suite.run.job_overrides`` reads it): the one it found is set aside
-under another name and put back, the same file with its modification time, when the sweep ends;
+made the cells. Here the dry run's own record exists only while it runs: the one it found is set
+aside under another name and put back, the same file with its modification time, when the sweep ends;
 the folders Hydra made for the sweep and its jobs, and the empty job logs in them, are
 removed again. A dry run that was
 killed leaves the set-aside file, which the next sweep puts back first.
@@ -25,6 +25,10 @@ SET_ASIDE = ".multirun.yaml.kept"
 
 class KeepingSweeper(BasicSweeper):
     def sweep(self, arguments: list[str]) -> Any:
+        from suite import runner
+
+        runner.SWEPT.clear()
+        runner.SWEPT.update(runner.swept_keys(arguments) | set(self.config.hydra.sweeper.get("params") or {}))
         sweep_dir = Path(self.config.hydra.sweep.dir)
         record, kept = sweep_dir / RECORD, sweep_dir / SET_ASIDE
         if kept.exists():  # a killed dry run's: the record it set aside is the true one

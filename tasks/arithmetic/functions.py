@@ -235,7 +235,7 @@ def mse(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
     return (predict(model, x) - y).square().flatten(1).mean(1)
 
 
-# config values in which the cells of one fused group may differ (``suite.run.group_key``)
+# config values in which the cells of one fused group may differ (``suite.runner.group_key``)
 FUSES = ("task.op", "task.cell_name", "seeds")
 
 
@@ -295,6 +295,6 @@ def run_group(cfgs: Sequence[DictConfig], log, recurrent: bool) -> list[dict]:
 
 
 STATIC = Task(run=partial(run, recurrent=False), check=check, run_group=partial(run_group, recurrent=False),
-              fuses=FUSES)  # Table 1, left: op(a, b) of two subset sums of one vector x in R^100
+              fuses=FUSES, numerics=1)  # Table 1, left: op(a, b) of two subset sums of one vector x in R^100
 RECURRENT = Task(run=partial(run, recurrent=True), check=check, run_group=partial(run_group, recurrent=True),
-                 fuses=FUSES)  # Table 1, right: the same over a sequence, the sums accumulated over time
+                 fuses=FUSES, numerics=1)  # Table 1, right: the same over a sequence, the sums accumulated over time

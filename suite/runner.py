@@ -1,0 +1,314 @@
+"""The runner: make the cells a launcher hands it, each into its folder, as one batched model where
+their task can fuse them.
+
+A cell whose ``metrics.json`` is complete and up to date (``suite.record.out_of_date``: the same
+config hash and the task's numerics version) is skipped; a dry run (``dry_run=true``) only says,
+per cell, whether it is up to date (one ``status:`` line each, with a note where today's code
+differs from the code that made it). Everything else trains, resuming from a checkpoint where
+one was saved for the same cells, and ends in an atomically written ``metrics.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from nalu import device as devices
+from nalu.errors import ConfigError, exit_with
+from nalu.train import Checkpoint
+from suite.config import PENDING, cell_name, check_config, task_of
+from suite.io import read_json, write_json_atomic
+from suite.loggers import RunLogger
+from suite.machine import environment
+from suite.provenance import imported, snapshot
+from suite.record import code_note, config_hash, git_state, out_of_date, with_solved_at
+from tasks.metrics import EXTRAPOLATION
+
+# the keys the running sweep gives several values (set by the sweeper, ``hydra/sweeper=keeping``,
+# which parses the command line): what tells a sweep's cells apart in messages
+SWEPT: set[str] = set()
+SWEEP_FUNCTIONS = ("range(", "choice(", "glob(")
+
+
+def swept_keys(arguments: list[str]) -> set[str]:
+    """The keys of a sweep's overrides that take several values (``task.op=add,sub``, ``range(...)``)."""
+    keys = set()
+    for arg in arguments:
+        key, _, value = arg.partition("=")
+        if "," in value or value.startswith(SWEEP_FUNCTIONS):
+            keys.add(key.lstrip("+~"))
+    return keys
+
+
+def shown_overrides(task_overrides, swept: set[str]) -> str:
+    """A job's values of the swept keys, ``model.activation_name=Tanh,task.op=add``."""
+    return ",".join(o for o in task_overrides if o.partition("=")[0].lstrip("+~") in swept)
+
+
+def label(name: str, overrides: str) -> str:
+    """The cell's name for messages: ``name`` plus the sweep's overrides it does not already show
+    (Table 5's MLP cells are all ``identity/mlp``, told apart by ``model.activation_name``)."""
+    parts = set(name.split("/"))
+    extra = [o for o in overrides.split(",") if o and o.split("=", 1)[-1] not in parts]
+    return f"{name} [{','.join(extra)}]" if extra else name
+
+
+class CellJob(NamedTuple):
+    """A cell as a launcher hands it to the runner: its config, its folder, and the overrides of
+    its sweep point (for messages)."""
+
+    cfg: DictConfig
+    out_dir: Path
+    overrides: str = ""
+
+
+@dataclass
+class Cell:
+    """A cell the runner is to make: its config, folder, config digest, numerics version and name
+    (with the sweep overrides that tell it apart, for messages)."""
+
+    cfg: DictConfig
+    out_dir: Path
+    digest: str
+    numerics: int
+    name: str
+
+
+def settle_config(out_dir: Path, runs: bool) -> None:
+    """Hydra writes a job's config before the runner knows whether the cell is up to date: a cell
+    that runs gets the config of the command running it in ``.hydra/``; a skipped cell keeps the
+    one of the command that made it (a rerun with other unhashed settings, such as
+    ``logger=wandb``, does not rewrite it)."""
+    pending = out_dir / PENDING
+    if not pending.is_dir():
+        return
+    if runs:
+        shutil.rmtree(out_dir / ".hydra", ignore_errors=True)
+        pending.rename(out_dir / ".hydra")
+    else:
+        shutil.rmtree(pending, ignore_errors=True)
+
+
+def prepare(cfg: DictConfig, out_dir: Path, overrides: str = "") -> Cell | None:
+    """Resolve and check ``cfg``; None if the cell is up to date (or this is a dry run)."""
+    check_config(cfg)
+    digest, numerics = config_hash(cfg), task_of(cfg).numerics
+    name = label(cell_name(cfg), overrides)
+    reason = "force=true" if cfg.force else out_of_date(out_dir, digest, numerics)
+    if cfg.get("dry_run"):
+        note = code_note(out_dir) if reason is None else ""
+        print(f"status: {'up to date' if reason is None else 'to run'}: {name}"
+              f"{f' ({reason})' if reason else ''}{f'; {note}' if note else ''}", file=sys.stderr)
+        return None
+    if reason is None:
+        again = "; its history is not logged to wandb again (force=true reruns it)" if cfg.logger.name == "wandb" else ""
+        print(f"skip {name}: complete in {out_dir}{again}", file=sys.stderr)
+        settle_config(out_dir, runs=False)
+        return None
+    return Cell(cfg, out_dir, digest, numerics, name)
+
+
+def full_float32() -> None:
+    """No TensorFloat-32 on CUDA: matmuls and convolutions in full float32, as on the CPU (torch
+    lets cuDNN convolutions, the MNIST encoder's, round to TF32's 10-bit mantissa by default)."""
+    from torch.backends import cuda, cudnn
+
+    if hasattr(cuda.matmul, "fp32_precision"):  # the API of torch >= 2.9; the two must not be mixed
+        cuda.matmul.fp32_precision = cudnn.conv.fp32_precision = cudnn.rnn.fp32_precision = "ieee"
+    else:
+        cuda.matmul.allow_tf32 = cudnn.allow_tf32 = False
+
+
+def group_key(cfg: DictConfig) -> str:
+    """Cells with the same key may train as one batched model (``hydra/launcher=fused``): the
+    same config but for the values their task's ``run_group`` lets differ (its ``fuses``: e.g.
+    the op and the seeds of an arithmetic cell). A task without ``run_group`` never fuses."""
+    task = task_of(cfg)
+    data = OmegaConf.to_container(cfg, resolve=True)
+    data.pop("hydra", None)
+    if not task.run_group:
+        return "alone:" + config_hash(OmegaConf.create(data))
+    for key in task.fuses:
+        *path, last = key.split(".")
+        node = data
+        for part in path:
+            node = node.get(part, {})
+        node.pop(last, None)
+    return config_hash(OmegaConf.create(data))
+
+
+class GroupLog:
+    """The loggers of a group's cells behind one ``metrics``: member slices go to their cell."""
+
+    def __init__(self, logs: list[RunLogger]):
+        self.logs = logs
+        self.name = f"{logs[0].name} +{len(logs) - 1} cells"
+
+    def metrics(self, step: int, metrics: dict) -> None:
+        start = 0
+        for log in self.logs:
+            stop = start + len(log.seeds)
+            log.metrics(step, {k: v[start:stop] for k, v in metrics.items()})
+            start = stop
+
+    def rewind(self, step: int) -> None:
+        for log in self.logs:
+            log.rewind(step)
+
+
+def run_cells(jobs: list[CellJob]) -> list[dict | None]:
+    """Make every cell of ``jobs`` that is not up to date; together, as one batched model, where
+    there are several (their task's ``run_group``; the fused launcher hands only cells of one
+    ``group_key`` here). Returns each cell's metrics, None if skipped."""
+    cells = [prepare(*job) for job in jobs]
+    todo = [c for c in cells if c is not None]
+    if not todo:
+        return [None] * len(jobs)
+    cfg = todo[0].cfg
+    code = snapshot()  # before the task's modules load: the code these cells run
+    torch.set_num_threads(cfg.threads)
+    torch.set_flush_denormal(bool(cfg.get("flush_denormal", True)))
+    torch.manual_seed(0)  # nothing should draw from the global generator; pin it anyway
+    if devices.resolve(cfg.device).type == "cuda":
+        full_float32()
+    task = task_of(cfg)
+    for c in todo:
+        if task.check:
+            task.check(c.cfg)  # refusals known before any work, before the logger touches the cell's files
+    if len(todo) > 1 and not task.run_group:
+        raise ConfigError(f"task {cfg.task.name} trains one cell at a time; {len(todo)} were given together")
+    for c in todo:
+        settle_config(c.out_dir, runs=True)
+
+    # a checkpoint belongs to these cells at this numerics version, whatever code saved it
+    key = hashlib.sha256(repr([(c.digest, c.numerics) for c in todo]).encode()).hexdigest()[:16]
+    checkpoint = Checkpoint(todo[0].out_dir / "checkpoint.pt", float(cfg.get("checkpoint_every_s", 600)), key)
+    saved, unusable = checkpoint.read()
+    if unusable:
+        print(f"{todo[0].name}: not resuming from {checkpoint.path}: {unusable}", file=sys.stderr)
+    resume_step = saved["step"] if saved else 0
+    sittings = record_sitting(todo[0].out_dir / "sittings.json", resume_step)
+    logs = [open_logger(c, resume=resume_step > 0) for c in todo]
+    log = logs[0] if len(logs) == 1 else GroupLog(logs)
+    log.checkpoint, checkpoint.on_resume = checkpoint, log.rewind
+    if resume_step:
+        print(f"{log.name}: resumed from step {resume_step:,} ({checkpoint.path})", file=sys.stderr)
+    start = time.perf_counter()
+    try:
+        results = task.run_group([c.cfg for c in todo], log) if len(todo) > 1 else [task.run(cfg, log)]
+    finally:
+        for lg in logs:
+            lg.close()
+    wall = time.perf_counter() - start
+    made = {id(c): finish(c, {**r, "sittings": sittings}, imported(code), wall, [o.name for o in todo if o is not c])
+            for c, r in zip(todo, results, strict=True)}
+    checkpoint.remove()
+    (todo[0].out_dir / "sittings.json").unlink(missing_ok=True)
+    return [made.get(id(c)) if c is not None else None for c in cells]
+
+
+def record_sitting(path: Path, resume_step: int) -> list[dict]:
+    """The sittings of a run that resumes from checkpoints, this one appended: the step each
+    started from, when, and on which machine (a run resumed on another machine continues with
+    another BLAS code path; its ``metrics.json`` says so). Kept beside the checkpoint."""
+    earlier = (read_json(path) or {}).get("sittings", []) if resume_step else []
+    if resume_step and not earlier:  # saved by a runner that did not record sittings
+        earlier = [{"from_step": 0, "started": None, "environment": None}]
+    sittings = [*earlier, {"from_step": resume_step, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                           "environment": environment()}]
+    write_json_atomic(path, {"sittings": sittings})
+    return sittings
+
+
+def open_logger(cell: Cell, resume: bool) -> RunLogger:
+    cfg = cell.cfg
+    wandb_cfg = OmegaConf.to_container(cfg.logger) if cfg.logger.name == "wandb" else None
+    return RunLogger(cell.out_dir, cell.name, list(cfg.seeds), group=cfg.name, wandb_cfg=wandb_cfg,
+                     config=OmegaConf.to_container(cfg, resolve=True), resume=resume)
+
+
+def finish(cell: Cell, result: dict, code: dict, wall_s: float, fused_with: list[str]) -> dict:
+    """Write the cell's ``metrics.json`` atomically (its evidence and provenance, ``suite.record``)
+    and say where it is."""
+    cfg = cell.cfg
+    commit, dirty = git_state()
+    result = {**result, "members": with_solved_at(result.get("members", []), cell.out_dir / "history.csv",
+                                                  EXTRAPOLATION)}
+    metrics = {
+        "complete": True,
+        "config_hash": cell.digest,
+        "numerics": cell.numerics,
+        "cell": cell.name,
+        "task": cfg.task.name,
+        "model": cfg.model.name,
+        "name": cfg.name,
+        "seeds": list(cfg.seeds),
+        "wall_s": round(wall_s, 2),
+        "commit": commit,
+        "dirty": dirty,
+        "code": code,  # digests of the modules it imported: for diagnosis, never a reason to rerun
+        "fused_with": fused_with,  # the cells it trained beside, as one batched model
+        "environment": environment(),  # the machine: results repeat bit for bit on one machine only
+        **result,
+        "config": OmegaConf.to_container(cfg, resolve=True),
+    }
+    write_json_atomic(cell.out_dir / "metrics.json", metrics)
+    n_div = sum(m.get("diverged", False) for m in metrics.get("members", []))
+    print(f"done {cell.name}: {len(cfg.seeds)} seeds, {n_div} diverged, {metrics['wall_s']:.0f} s"
+          f"{headline(metrics.get('members', []))} -> {cell.out_dir / 'metrics.json'}", file=sys.stderr)
+    return metrics
+
+
+def headline(members: list[dict]) -> str:
+    """``; solved 7/10; median over seeds: extrapolation 0.031, ...``: what a cell's seeds reached
+    (the selected model's metrics, else the final ones), for the line that says a cell is done."""
+    out = ""
+    if members and "solved" in members[0]:
+        out += f"; solved {sum(m['solved'] for m in members)}/{len(members)}"
+    which = "best" if members and isinstance(members[0].get("best"), dict) else "final"
+    if not (members and isinstance(members[0].get(which), dict)):
+        return out
+    medians = []
+    for key, value in members[0][which].items():
+        if isinstance(value, int | float):
+            finite = sorted(v for m in members if math.isfinite(v := m[which].get(key, math.nan)))
+            medians.append(f"{key} {finite[len(finite) // 2] if finite else math.nan:.3g}")
+    return out + (f"; median {which}: {', '.join(medians)}" if medians else "")
+
+
+def run_job(cfg: DictConfig, out_dir: Path, overrides: str = "") -> dict | None:
+    """Run one cell into ``out_dir``; return its metrics, or None if it was already complete."""
+    return run_cells([CellJob(cfg, out_dir, overrides)])[0]
+
+
+def discard_if_untouched(out_dir: Path) -> None:
+    """Remove the folder made for a refused cell (Hydra's ``.hydra/`` and ``run.log``, its first
+    ``sittings.json``, a ``history.csv`` holding only its header) where it holds nothing else: a
+    refusal leaves no half-made run behind, and never touches a cell's results."""
+    shutil.rmtree(out_dir / PENDING, ignore_errors=True)
+    made = {".hydra", "run.log", "history.csv", "sittings.json"}
+    if not out_dir.is_dir() or not {p.name for p in out_dir.iterdir()} <= made:
+        return
+    history = out_dir / "history.csv"
+    if history.exists() and len(history.read_text().splitlines()) > 1:
+        return
+    shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def run_group_main(jobs: list[CellJob]) -> None:
+    """``run_cells`` with the runner's one-line errors (the fused launcher's task function)."""
+    try:
+        run_cells(jobs)
+    except ConfigError as e:
+        for job in jobs:
+            discard_if_untouched(job.out_dir)
+        exit_with(e)
