@@ -10,6 +10,9 @@ TEST_JOBS ?= 2
 # DRY_RUN=1: every sweep only reports which of its cells are up to date, and no table is built
 # (scripts/reproduce_all.py asks each target this way)
 RUN := $(PY) -m suite.run
+# after its sweeps, a target writes its evidence (results/evidence/<name>.jsonl, one line per cell,
+# committed) and builds its tables and figures from that alone
+EVIDENCE := $(if $(filter 1 true yes,$(DRY_RUN)),: ,$(PY) -m suite.evidence)
 TABLES := $(if $(filter 1 true yes,$(DRY_RUN)),: ,$(PY) -m suite.tables)
 DRY := $(if $(filter 1 true yes,$(DRY_RUN)),dry_run=true progress=false hydra/job_logging=disabled)
 # DEVICE=cuda (or cuda:1): every sweep but figure5's trains there (README, "On a GPU"); the A3C
@@ -22,7 +25,7 @@ export WANDB_MODE ?= offline
 # BUDGET=paper: Tables 1 and 3 at the literature's budgets (Table 1: 5,000,000 static steps, Madsen &
 # Johansen 2020, 2,000,000 recurrent, Hoedt et al. 2021; Table 3: 300,000, the paper's Appendix D):
 # configs/experiment/*_paper.yaml, run folders in multirun/ (a killed run resumes from its
-# checkpoint), tables results/<table>_paper.*
+# checkpoint), evidence results/evidence/<table>_paper.jsonl, tables results/<table>_paper.*
 BUDGET ?= default
 $(if $(filter-out default paper,$(BUDGET)),$(error BUDGET must be default or paper, got '$(BUDGET)'))
 PAPER := $(if $(filter paper,$(BUDGET)),_paper)
@@ -30,9 +33,8 @@ PAPER := $(if $(filter paper,$(BUDGET)),_paper)
 # outputs results/<target>_<name>.* beside the default ones (make reproduce-figure4 VARIANT=numbers)
 VARIANT ?=
 V := $(if $(VARIANT),_$(VARIANT))
-RUNS := multirun
 
-.PHONY: help install data test bench reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-units verify clean
+.PHONY: help install data test bench archive reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-units verify clean
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -59,52 +61,65 @@ reproduce-all: data  ## every target below in turn, skipping those up to date; a
 reproduce-table1: install  ## Table 1: static + recurrent arithmetic, 10 seeds per cell -> results/table1.* (BUDGET=paper: table1_paper.*; VARIANT=seeds100: NAC and NALU with 100 seeds, table1_seeds100.*)
 	$(RUN) -m +experiment=table1_static$(PAPER)$(V) $(SWEEP)
 	$(RUN) -m +experiment=table1_recurrent$(PAPER)$(V) $(SWEEP)
-	$(TABLES) table1 --static $(RUNS)/table1_static$(PAPER)$(V) --recurrent $(RUNS)/table1_recurrent$(PAPER)$(V) \
-		--out results --name table1$(PAPER)$(V)
+	$(EVIDENCE) table1$(PAPER)$(V) multirun/table1_static$(PAPER)$(V) multirun/table1_recurrent$(PAPER)$(V)
+	$(TABLES) build table1$(PAPER)$(V)
 
 reproduce-table2: data  ## Table 2: MNIST counting + addition, 12 cells x 3 seeds -> results/table2.* (VARIANT=last: supervised after the last digit only; select100: NALU picked on length 100)
 	$(if $(filter select100,$(VARIANT)),:,$(RUN) -m +experiment=table2$(V) $(SWEEP))
 	$(if $(filter select100,$(VARIANT)),$(RUN) -m +experiment=table2_select100 $(SWEEP),$(RUN) -m +experiment=table2_stacks$(V) $(SWEEP))
-	$(TABLES) table2 --runs multirun/table2$(V) --out results --name table2$(V)
+	$(EVIDENCE) table2$(V) multirun/table2$(V)
+	$(TABLES) build table2$(V)
 
 reproduce-table3: install  ## Table 3 + Figure 3: number words to number, 3 models x 4 grid points x 10 seeds -> results/table3.*, figure3.* (BUDGET=paper: 300k steps, table3_paper.*)
 	$(RUN) -m +experiment=table3$(PAPER) $(SWEEP)
-	$(TABLES) table3 --runs $(RUNS)/table3$(PAPER) --out results --name table3$(PAPER)
+	$(EVIDENCE) table3$(PAPER) multirun/table3$(PAPER)
+	$(TABLES) build table3$(PAPER)
 
 reproduce-table4: data  ## Table 4: counting even MNIST digits (Segui et al.), 7 final layers + Segui's softmax head x 5 seeds -> results/table4.* (VARIANT=parity: our 4-digit parity)
 	$(RUN) -m +experiment=table4$(V) $(SWEEP)
-	$(TABLES) table4 --runs multirun/table4$(V) --out results --name table4$(V)
+	$(EVIDENCE) table4$(V) multirun/table4$(V)
+	$(TABLES) build table4$(V)
 
 reproduce-table5: install  ## Table 5 + Figure 1: identity function, 17 models x 100 seeds -> results/table5.*, figure1.*
 	$(RUN) -m +experiment=table5 $(SWEEP)
 	$(RUN) -m +experiment=table5_units $(SWEEP)
-	$(TABLES) table5 --runs multirun/table5 --out results
+	$(EVIDENCE) table5 multirun/table5
+	$(TABLES) build table5
 
 reproduce-figure4: install  ## Figure 4: program evaluation, 7 models x 2 tasks x 3 seeds -> results/figure4.* (VARIANT=numbers: numeric tokens; builder: a recurrent NALU that can build numbers; builder_long: it at 100k steps)
 	$(RUN) -m +experiment=figure4$(V) $(SWEEP)
-	$(TABLES) figure4 --runs multirun/figure4$(V) --out results --name figure4$(V)
+	$(EVIDENCE) figure4$(V) multirun/figure4$(V)
+	$(TABLES) build figure4$(V)
 
 reproduce-figure5: install  ## Figure 5: grid-world time tracking, A3C and A3C + NAC x 3 seeds -> results/figure5.* (VARIANT=wirings: the NAC as the clock)
 	$(RUN) -m +experiment=figure5$(V) hydra/launcher=basic $(DRY)
-	$(TABLES) figure5 --runs $(if $(V),multirun/figure5) multirun/figure5$(V) --out results --name figure5$(V)
+	$(EVIDENCE) figure5$(V) multirun/figure5$(V)
+	$(TABLES) build figure5$(V)
 
 reproduce-units: install  ## NAC, NALU, NAU, NMU, iNALU, NPU, RealNPU + baselines, 54 cells x 10 seeds, + 3 longer -> results/units.* (BUDGET=paper: units_paper.*; VARIANT=seeds100: 100 seeds per cell, units_seeds100.*)
 ifeq ($(BUDGET),paper)
 	$(RUN) -m +experiment=units_paper $(SWEEP)
-	$(TABLES) units --runs multirun/units_paper multirun/table1_static_paper --long none --out results --name units_paper
+	$(EVIDENCE) units_paper multirun/units_paper
+	$(TABLES) build units_paper
 else ifneq ($(VARIANT),)
 	$(RUN) -m +experiment=units$(V) $(SWEEP)
-	$(TABLES) units --runs multirun/units$(V) --long none --out results --name units$(V)
+	$(EVIDENCE) units$(V) multirun/units$(V)
+	$(TABLES) build units$(V)
 else
 	$(RUN) -m +experiment=units $(SWEEP)
 	$(RUN) -m +experiment=units_long model=nmu task.op=mul task.steps=1500000 progress=false $(DRY) $(ON) $(if $(DRY),|| exit $$?;,&) nmu=$$!; trap 'kill $$nmu; wait $$nmu; exit 130' INT TERM; \
 	$(RUN) -m +experiment=units_long hydra/launcher=basic progress=false $(DRY) $(ON); rc=$$?; wait $$nmu && exit $$rc
-	$(TABLES) units --runs multirun/units --long multirun/units_long --out results
+	$(EVIDENCE) units multirun/units multirun/units_long
+	$(TABLES) build units
 endif
 
 verify: data  ## rerun TARGET's cells (or SAMPLE="model=nac") in a scratch copy and compare with results/ within seed-level noise
 	$(if $(TARGET),,$(error give TARGET=<target>, e.g. make verify TARGET=table5))
 	$(PY) scripts/verify.py $(TARGET) --budget $(BUDGET) --variant '$(VARIANT)' --sample '$(SAMPLE)' --jobs $(JOBS)
 
-clean:  ## remove run directories (not results/)
+archive: install  ## pack TARGET's run folders (TARGET=table1_paper: its evidence name) into archives/<TARGET>.tar.gz with a sha256 manifest
+	$(if $(TARGET),,$(error give TARGET=<evidence name>, e.g. make archive TARGET=table1_paper))
+	$(PY) scripts/archive.py $(TARGET)
+
+clean:  ## remove run directories, checkpoints of unfinished runs included (not results/ and its evidence)
 	rm -rf runs multirun outputs wandb

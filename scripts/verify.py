@@ -28,12 +28,14 @@ from scripts.reproduce_all import TARGETS  # noqa: E402
 
 
 def copy_tree(scratch: Path) -> None:
-    """This tree's files (tracked, or new and not ignored) into ``scratch`` (times kept, so make sees ``.venv`` as built),
-    less the committed cells; ``.venv`` and ``data`` linked, not copied."""
+    """This tree's files (tracked, or new and not ignored) into ``scratch`` (times kept, so make sees
+    ``.venv`` as built), the committed evidence included (a target's rerun overwrites its own, and
+    a target that reads another's, units_paper or figure5_wirings, reads it); ``.venv`` and ``data``
+    linked, not copied."""
     files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     for name in filter(None, files.split("\0")):
         src = ROOT / name
-        if name.startswith("results/cells/") or not src.is_file():
+        if not src.is_file():
             continue
         (scratch / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src, scratch / name)

@@ -1,5 +1,5 @@
-"""Which code made a cell: a digest per repository module, so that a resumed sweep redoes a cell
-whose code has changed, not only one whose config has.
+"""Which code made a cell: a digest per repository module, recorded for diagnosis (a dry run names
+the modules that differ from a cell's record; ``suite.record``), never a reason to rerun.
 
 A digest is taken of a file's syntax tree with its docstrings removed, so that editing comments,
 docstrings or layout does not invalidate finished cells; any change to what the code does does.
@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("nalu", "tasks", "baselines")
 # every folder a cell's command needs to run: the digested packages, the runner and its configs, and
-# the Hydra plugins (what a copy of the tree must hold: scripts/restamp.py, its tests)
+# the Hydra plugins (what the dirty flag of a cell's record looks at)
 CODE_TREE = (*PACKAGES, "suite", "configs", "hydra_plugins")
 EXCLUDED = ("nalu/errors.py",)  # the one-line error type: it never reaches a number
 

@@ -71,6 +71,18 @@ def cli(args: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedP
     return p
 
 
+def build_table(what: str, sweeps: list[Path], cwd: Path, out: Path, name: str | None = None,
+                extra: list[str] = ()) -> Path:
+    """A make target's last two steps, as its recipe runs them: the sweeps' evidence into
+    ``<cwd>/evidence/<name>.jsonl`` (``suite.evidence``), then the table from that alone."""
+    name = name or what
+    evidence = cwd / "evidence"
+    cli(["-m", "suite.evidence", name, *map(str, sweeps), "--out", str(evidence)], cwd)
+    cli(["-m", "suite.tables", what, "--evidence", str(evidence / f"{name}.jsonl"), "--out", str(out),
+         "--name", name, *extra], cwd)
+    return evidence / f"{name}.jsonl"
+
+
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     """An empty folder to run the CLI in (its runs/ and multirun/ land here)."""

@@ -10,7 +10,7 @@ import torch
 
 from suite.machine import describe, environment
 
-from .conftest import TINY_ARITHMETIC, cli
+from .conftest import TINY_ARITHMETIC, build_table, cli
 
 RUN = ["-m", "suite.run"]
 
@@ -181,8 +181,7 @@ def test_tiny_table1_end_to_end(workdir):
     cli(RUN + ["-m", "+experiment=table1_recurrent", "model=nac,lstm", "task.op=mul"]
         + TINY_ARITHMETIC, workdir)
     out = workdir / "results"
-    cli(["-m", "suite.tables", "table1", "--static", str(workdir / "multirun/table1_static"),
-         "--recurrent", str(workdir / "multirun/table1_recurrent"), "--out", str(out)], workdir)
+    build_table("table1", [workdir / "multirun/table1_static", workdir / "multirun/table1_recurrent"], workdir, out)
     md = (out / "table1.md").read_text()
     assert "| interpolation | a+b" in md and "/ 0.0" in md
     assert "88 entries were not run" in md  # 48 cells x 2 ranges, 4 cells run
@@ -213,8 +212,7 @@ def test_tiny_table5_end_to_end(workdir):
     assert sorted(done) == [f"done identity/mlp [model.activation_name={a}]" for a in ("PReLU", "ReLU", "Threshold")]
     cli(RUN + ["-m", "+experiment=table5_units", "model=nalu"] + tiny, workdir)
     out = workdir / "results"
-    cli(["-m", "suite.tables", "table5", "--runs", str(workdir / "multirun/table5"), "--out", str(out)],
-        workdir)
+    build_table("table5", [workdir / "multirun/table5"], workdir, out)
     md = (out / "table5.md").read_text()
     for name in ("| relu ", "| prelu ", "| threshold ", "| nalu "):
         assert name in md

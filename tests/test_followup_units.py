@@ -262,12 +262,12 @@ def test_wilson_interval_matches_known_values():
 
 def test_tiny_units_sweep_end_to_end(tmp_path):
     """The real experiment file (cut down to 2 units x 2 functions) through to the units table."""
-    from .conftest import TINY_ARITHMETIC, cli
+    from .conftest import TINY_ARITHMETIC, build_table, cli
 
     cli(["-m", "suite.run", "-m", "+experiment=units", "model=nau,nmu", "task.op=add,mul"] + TINY_ARITHMETIC,
         tmp_path)
     out = tmp_path / "results"
-    cli(["-m", "suite.tables", "units", "--runs", str(tmp_path / "multirun/units"), "--out", str(out)], tmp_path)
+    build_table("units", [tmp_path / "multirun/units"], tmp_path, out)
     import pandas as pd
 
     df = pd.read_csv(out / "units.csv")

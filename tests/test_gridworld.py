@@ -25,7 +25,7 @@ from tasks.gridworld import env as grid_env
 from tasks.gridworld.env import PASS, GridWorldTime
 from tasks.gridworld.time_tracking import evaluate
 
-from .conftest import ROOT, cli
+from .conftest import ROOT, build_table, cli
 
 RUN = ["-m", "suite.run", "task=gridworld_time"]
 TINY_A3C = ["progress=false", "seeds=2", "task.frames=600", "task.log_every=200", "task.a3c.workers=2",
@@ -248,8 +248,7 @@ def test_tiny_figure5_wirings_end_to_end(tmp_path):
     cli(["-m", "suite.run", "-m", "+experiment=figure5_wirings", "hydra/launcher=basic",
          "task.agent_net.nac_wiring=feedback,clock_only"] + TINY_A3C, tmp_path)
     out = tmp_path / "results"
-    cli(["-m", "suite.tables", "figure5", "--runs", str(tmp_path / "multirun/absent"),
-         str(tmp_path / "multirun/figure5_wirings"), "--out", str(out), "--name", "figure5_wirings"], tmp_path)
+    build_table("figure5", [tmp_path / "multirun/figure5_wirings"], tmp_path, out, "figure5_wirings")
     df = pd.read_csv(out / "figure5_wirings.csv")
     assert set(df.agent) == {"a3c_nac:feedback", "a3c_nac:clock_only"}
     assert "A3C + NAC (countdown; time only through the NAC)" in (out / "figure5_wirings.md").read_text()
@@ -270,7 +269,7 @@ def test_tiny_figure5_end_to_end(tmp_path):
         assert len(losses) and np.isfinite(losses.value).all()
     out = tmp_path / "results"
     out.mkdir()
-    cli(["-m", "suite.tables", "figure5", "--runs", str(runs), "--out", str(out)], tmp_path)
+    build_table("figure5", [runs], tmp_path, out)
     df = pd.read_csv(out / "figure5.csv")
     assert set(df.agent) == {"a3c", "a3c_nac"} and sorted(set(df.command)) == [5, 6, 7]
     assert df.loc[df.command == 6, "in_training"].all() and (df.seeds == 2).all()

@@ -10,7 +10,7 @@ import torch
 
 from tasks.mnist.series import SeriesProblem
 
-from .conftest import TRAIN, VAL, TEST, cli, compose, make_fake_mnist, on_meta
+from .conftest import TEST, TRAIN, VAL, build_table, cli, compose, make_fake_mnist, on_meta
 
 
 @pytest.fixture(scope="module")
@@ -91,8 +91,7 @@ def test_tiny_table2_end_to_end(fake_mnist, workdir, variant):
     cli(["-m", "suite.run", "-m", f"+experiment=table2{variant}", "model=gru"] + tiny, workdir)
     cli(["-m", "suite.run", "-m", f"+experiment=table2_stacks{variant}", "model=nac"] + tiny, workdir)
     out = workdir / "results"
-    cli(["-m", "suite.tables", "table2", "--runs", str(workdir / f"multirun/table2{variant}"), "--out", str(out),
-         "--name", f"table2{variant}"], workdir)
+    build_table("table2", [workdir / f"multirun/table2{variant}"], workdir, out, f"table2{variant}")
     md = (out / f"table2{variant}.md").read_text()
     assert "| NAC " in md and "/ 99.23" in md and "| GRU " in md
     assert "| LSTM " not in md  # the table has the models that ran
@@ -139,8 +138,7 @@ def test_tiny_table4_end_to_end(fake_mnist, workdir, variant):
     layers = "nac,wx_plus_b" + (",segui" if not variant else "")  # Seguí's softmax head on his task only
     cli(["-m", "suite.run", "-m", f"+experiment=table4{variant}", f"task.final_layer={layers}"] + tiny, workdir)
     out = workdir / "results"
-    cli(["-m", "suite.tables", "table4", "--runs", str(workdir / f"multirun/table4{variant}"), "--out", str(out),
-         "--name", f"table4{variant}"], workdir)
+    build_table("table4", [workdir / f"multirun/table4{variant}"], workdir, out, f"table4{variant}")
     md = (out / f"table4{variant}.md").read_text()
     assert "unverified" in md and "| NAC " in md and "| Wx + b " in md
     assert ("counting even MNIST digits (Seguí et al. 2015)" in md) == (not variant)

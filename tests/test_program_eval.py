@@ -14,7 +14,7 @@ import torch
 from tasks.programs import generate as programs
 from tasks.programs.evaluation import ProgramProblem
 
-from .conftest import cli, compose
+from .conftest import build_table, cli, compose
 
 
 def to_python(text: str) -> str:
@@ -108,8 +108,7 @@ def test_tiny_figure4_end_to_end(workdir):
     cli(["-m", "suite.run", "-m", "+experiment=figure4", "model=ugrnn,dnc_nalu"] + TINY, workdir)
     out = workdir / "results"
     out.mkdir()
-    cli(["-m", "suite.tables", "figure4", "--runs", str(workdir / "multirun/figure4"), "--out", str(out)],
-        workdir)
+    build_table("figure4", [workdir / "multirun/figure4"], workdir, out)
     df = pd.read_csv(out / "figure4.csv")
     assert set(df.model) == {"ugrnn", "dnc_nalu"} and set(df.kind) == {"addition", "program"}
     assert set(df.domain) == {100, 1000} and (df.seeds == 2).all()
@@ -135,8 +134,7 @@ def test_numbers_encoding_trains_end_to_end(workdir, model):
     (metrics,) = [json.loads(p.read_text()) for p in (workdir / "multirun/figure4_numbers").rglob("metrics.json")]
     assert metrics["encoding"] == "numbers" and metrics["config"]["task"]["encoding"] == "numbers"
     out = workdir / "results"
-    cli(["-m", "suite.tables", "figure4", "--runs", str(workdir / "multirun/figure4_numbers"), "--out", str(out),
-         "--name", "figure4_numbers"], workdir)
+    build_table("figure4", [workdir / "multirun/figure4_numbers"], workdir, out, "figure4_numbers")
     assert sorted(p.name for p in out.iterdir()) == ["figure4_numbers.csv", "figure4_numbers.md", "figure4_numbers.png"]
     assert "each integer literal as one token carrying its value" in (out / "figure4_numbers.md").read_text()
 
@@ -203,6 +201,5 @@ def test_builder_variant_trains_end_to_end(workdir):
     models = sorted(json.loads(p.read_text())["config"]["model"]["name"] for p in runs.rglob("metrics.json"))
     assert models == ["nalu", "nalu_builder"]
     out = workdir / "results"
-    cli(["-m", "suite.tables", "figure4", "--runs", str(runs), "--out", str(out), "--name", "figure4_builder"],
-        workdir)
+    build_table("figure4", [runs], workdir, out, "figure4_builder")
     assert "recurrent NALU -> NAC cell" in (out / "figure4_builder.md").read_text()

@@ -87,8 +87,9 @@ def test_tables_refuse_to_write_from_no_cells(tmp_path, what):
     out = tmp_path / "out"
     out.mkdir()
     (out / f"{what}.md").write_text("the committed table")
-    args = [what, "--out", str(out)] + (["--static", str(tmp_path / "a"), "--recurrent", str(tmp_path / "b")]
-                                        if what == "table1" else ["--runs", str(tmp_path / "a")])
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    args = [what, "--out", str(out), "--evidence", str(empty), str(tmp_path / "absent.jsonl")]
     p = cli(["-m", "suite.tables", *args], cwd=tmp_path, check=False)
     assert p.returncode != 0
     assert p.stderr.strip().splitlines()[-1].startswith("error: no finished") and "nothing written" in p.stderr

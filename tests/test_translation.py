@@ -14,7 +14,7 @@ from nalu.errors import ConfigError
 from tasks.language import number_words as nw
 from tasks.language.translation import TranslationProblem, WordsToNumber
 
-from .conftest import cli, compose
+from .conftest import build_table, cli, compose
 
 
 def test_words_match_an_independent_library_for_every_number():
@@ -108,8 +108,7 @@ def test_tiny_table3_end_to_end(workdir):
     tiny = ["progress=false", "task.steps=6", "task.eval_every=3", "seeds=2", "task.lstm_size=4"]
     cli(["-m", "suite.run", "-m", "+experiment=table3", "model=lstm_sum,lstm_nalu"] + tiny, workdir)
     out = workdir / "results"
-    cli(["-m", "suite.tables", "table3", "--runs", str(workdir / "multirun/table3"), "--out", str(out)],
-        workdir)
+    build_table("table3", [workdir / "multirun/table3"], workdir, out)
     md = (out / "table3.md").read_text()
     assert "| LSTM + NALU " in md and "/ 0.41" in md and "6 full-batch Adam steps" in md
     df = pd.read_csv(out / "table3.csv")
@@ -132,8 +131,7 @@ def test_tiny_table3_paper_end_to_end(workdir):
     assert sorted((c["model"], c["config"]["optimizer"]["lr"], c["config"]["budget"]) for c in cells) == [
         ("lstm_nalu", 0.01, "paper"), ("lstm_sum", 0.01, "paper")]
     out = workdir / "results"
-    cli(["-m", "suite.tables", "table3", "--runs", str(workdir / "cells/table3_paper"), "--out", str(out),
-         "--name", "table3_paper"], workdir)
+    build_table("table3", [workdir / "cells/table3_paper"], workdir, out, "table3_paper")
     assert sorted(p.name for p in out.iterdir()) == ["figure3_paper.csv", "figure3_paper.md", "figure3_paper.png",
                                                      "table3_paper.csv", "table3_paper.md"]
     assert "![figure 3](figure3_paper.png)" in (out / "figure3_paper.md").read_text()

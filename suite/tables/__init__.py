@@ -1,14 +1,18 @@
-"""Result tables and figures, rebuilt from run directories (``python -m suite.tables ...``).
+"""Result tables and figures, built from the committed evidence (``results/evidence/<name>.jsonl``,
+written by ``python -m suite.evidence``) alone: ``python -m suite.tables <what> [--evidence FILE...]``.
 
-    python -m suite.tables table1 [--static DIR] [--recurrent DIR] [--out results] [--name table1]
-    python -m suite.tables table2 [--runs DIR] [--out results]
-    python -m suite.tables table3 [--runs DIR] [--out results] [--name table3]     (also Figure 3)
-    python -m suite.tables table4 [--runs DIR] [--out results]
-    python -m suite.tables table5 [--runs DIR] [--out results]
-    python -m suite.tables figure4 [--runs DIR] [--out results] [--name figure4]
-    python -m suite.tables figure5 [--runs DIR...] [--out results] [--name figure5]
-    python -m suite.tables units [--runs DIR...] [--long DIR] [--out results] [--name units]
+    python -m suite.tables table1 [--evidence FILE...] [--out results] [--name table1]
+    python -m suite.tables table2 [--evidence FILE...] [--out results] [--name table2]
+    python -m suite.tables table3 [--evidence FILE...] [--out results] [--name table3]   (also Figure 3)
+    python -m suite.tables table4 [--evidence FILE...] [--out results] [--name table4]
+    python -m suite.tables table5 [--evidence FILE...] [--out results]                   (also Figure 1)
+    python -m suite.tables figure4 [--evidence FILE...] [--out results] [--name figure4]
+    python -m suite.tables figure5 [--evidence FILE...] [--out results] [--name figure5]
+    python -m suite.tables units [--evidence FILE...] [--long units_long] [--out results] [--name units]
     python -m suite.tables curves <run dir> [--out file.png]
+    python -m suite.tables build <name> [--out results]      (as its make target: suite.targets)
+
+``--evidence`` defaults to ``results/evidence/<name>.jsonl``.
 """
 
 from __future__ import annotations
@@ -40,32 +44,31 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m suite.tables", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="what", required=True)
-    t1 = sub.add_parser("table1", help="Table 1 (static + recurrent arithmetic)")
-    t1.add_argument("--static", type=Path, default=Path("multirun/table1_static"))
-    t1.add_argument("--recurrent", type=Path, default=Path("multirun/table1_recurrent"))
-    t1.add_argument("--out", type=Path, default=Path("results"))
+
+    def table(name: str, help_text: str) -> argparse.ArgumentParser:
+        t = sub.add_parser(name, help=help_text)
+        t.add_argument("--evidence", type=Path, nargs="+", default=None,
+                       help="evidence files (default: results/evidence/<name>.jsonl)")
+        t.add_argument("--out", type=Path, default=Path("results"))
+        t.add_argument("--name", default=name, help=f"the files' stem (a variant's: {name}_<variant>)")
+        return t
+
+    t1 = table("table1", "Table 1 (static + recurrent arithmetic)")
     t1.add_argument("--checkpoint", choices=["best", "final"], default="best",
                     help="each seed's weights at its best validation step, or its final weights")
     t1.add_argument("--reference", choices=["random", "init"], default="random",
                     help="scale by random reference models, or by each model's own initial state")
     t1.add_argument("--solved-below", type=float, default=0.05)
-    t1.add_argument("--name", default="table1", help="the files' stem: <out>/<name>.md, .csv (table1_paper)")
     for name, (_, help_text) in SIMPLE.items():
-        t = sub.add_parser(name, help=help_text)
-        if name == "figure5":  # a variant's figure draws the default agents too
-            t.add_argument("--runs", type=Path, nargs="+", default=[Path(f"multirun/{name}")])
-        else:
-            t.add_argument("--runs", type=Path, default=Path(f"multirun/{name}"))
-        t.add_argument("--out", type=Path, default=Path("results"))
-        if "name" in inspect.signature(importlib.import_module(f"suite.tables.{SIMPLE[name][0]}").build).parameters:
-            t.add_argument("--name", default=name, help=f"the files' stem (a variant's: {name}_<variant>)")
-    un = sub.add_parser("units", help="every arithmetic unit, success rates (Madsen & Johansen 2020)")
-    un.add_argument("--runs", type=Path, nargs="+", default=[Path("multirun/units")],
-                    help="sweep folders whose static arithmetic cells make the table")
-    un.add_argument("--long", type=Path, default=Path("multirun/units_long"),
-                    help="the same cells with longer budgets (left out if absent; 'none': left out)")
-    un.add_argument("--out", type=Path, default=Path("results"))
-    un.add_argument("--name", default="units", help="the files' stem: <out>/<name>.md, .csv, .png (units_paper)")
+        table(name, help_text)
+    un = table("units", "every arithmetic unit, success rates (Madsen & Johansen 2020)")
+    un.add_argument("--long", default="units_long",
+                    help="the sweep whose cells are the same with longer budgets ('none': there is none)")
+    from suite.targets import BY_NAME
+
+    b = sub.add_parser("build", help="one table or figure of results/, as its make target builds it")
+    b.add_argument("target", choices=sorted(BY_NAME), metavar="name", help=", ".join(BY_NAME))
+    b.add_argument("--out", type=Path, default=Path("results"))
     cv = sub.add_parser("curves", help="plot a run directory's history.csv")
     cv.add_argument("run_dir", type=Path)
     cv.add_argument("--out", type=Path, default=None)
@@ -89,20 +92,29 @@ def writable(folder: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     a = parser().parse_args(argv)
+    if a.what == "build":
+        from suite.targets import BY_NAME
+
+        return main(BY_NAME[a.target].command(a.out))
     out = a.out if a.what != "curves" else (a.out.parent if a.out else a.run_dir)
     writable(out)
+    if a.what != "curves" and a.evidence is None:
+        from suite.evidence import EVIDENCE_DIR
+
+        a.evidence = [EVIDENCE_DIR / f"{a.name}.jsonl"]
 
     if a.what == "table1":
         from suite.tables import table1
 
-        paths = table1.build(a.static, a.recurrent, a.out, a.checkpoint, a.reference, a.solved_below, a.name)
+        paths = table1.build(a.evidence, a.out, a.checkpoint, a.reference, a.solved_below, a.name)
     elif a.what == "units":
         from suite.tables import units
 
-        paths = units.build(a.runs, a.out, None if str(a.long) == "none" else a.long, a.name)
+        paths = units.build(a.evidence, a.out, None if a.long == "none" else a.long, a.name)
     elif a.what in SIMPLE:
         module = importlib.import_module(f"suite.tables.{SIMPLE[a.what][0]}")
-        paths = module.build(a.runs, a.out, **({"name": a.name} if hasattr(a, "name") else {}))
+        kwargs = {"name": a.name} if "name" in inspect.signature(module.build).parameters else {}
+        paths = module.build(a.evidence, a.out, **kwargs)
     else:
         from suite.tables import curves
 

@@ -1,4 +1,4 @@
-"""Shared pieces of the result tables: reading run directories, seed statistics, formatting."""
+"""Shared pieces of the result tables: reading the evidence, seed statistics, formatting."""
 
 from __future__ import annotations
 
@@ -9,31 +9,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from suite.io import read_json, write_text_atomic
+from suite.io import write_text_atomic
 from tasks.metrics import VALIDATION
 
 PAPER_DIR = Path(__file__).resolve().parents[2] / "results" / "paper"
 
 
-def load_cells(*roots: Path) -> list[dict]:
-    """Every complete ``metrics.json`` under ``roots`` (with ``run_dir``, its folder); warns about
-    cells that are not complete."""
-    cells, incomplete = [], []
-    for root in roots:
-        root = Path(root)
-        if not root.exists():
-            print(f"warning: {root} does not exist (run its sweep first)", file=sys.stderr)
-            continue
-        for history in sorted(root.rglob("history.csv")):
-            m = read_json(history.parent / "metrics.json")
-            if m and m.get("complete"):
-                cells.append({**m, "run_dir": str(history.parent)})
-            else:
-                incomplete.append(history.parent)
-    for d in incomplete:
-        print(f"warning: {d} is incomplete and left out (rerun its sweep to finish it)",
-              file=sys.stderr)
-    return cells
+def load_cells(*evidence: Path) -> list[dict]:
+    """Every cell of the evidence files ``evidence`` (``suite.evidence``), in order."""
+    from suite.evidence import load
+
+    return load(*evidence)
 
 
 def require(cells: list[dict], what: str, roots, target: str) -> list[dict]:
@@ -41,7 +27,7 @@ def require(cells: list[dict], what: str, roots, target: str) -> list[dict]:
     no runs would overwrite the committed one with blanks."""
     if not cells:
         where = ", ".join(str(r) for r in (roots if isinstance(roots, list | tuple) else [roots]))
-        raise SystemExit(f"error: no finished {what} cells under {where}; nothing written "
+        raise SystemExit(f"error: no finished {what} cells in {where}; nothing written "
                          f"(run `make {target}` first)")
     return cells
 

@@ -78,10 +78,11 @@ def plot(df: pd.DataFrame, path: Path, train_domain: int, caption: str) -> None:
     save_figure(fig, path)
 
 
-def build(runs: Path, out: Path, name: str = "figure4") -> list[Path]:
-    """Figure 4 from the sweep in ``runs`` as ``<out>/<name>.png|csv|md`` (a variant's:
+def build(evidence: Path | list[Path], out: Path, name: str = "figure4") -> list[Path]:
+    """Figure 4 from the evidence files ``evidence`` as ``<out>/<name>.png|csv|md`` (a variant's:
     ``figure4_numbers``, ``figure4_builder``)."""
-    cells = require([c for c in load_cells(runs) if c["task"] == "program_eval"], "program evaluation", runs,
+    evidence = [evidence] if isinstance(evidence, Path | str) else list(evidence)
+    cells = require([c for c in load_cells(*evidence) if c["task"] == "program_eval"], "program evaluation", evidence,
                     "reproduce-figure4")
     df = rows(cells)
     caption = "no cells were run"

@@ -93,17 +93,17 @@ def plot(df: pd.DataFrame, path: Path, train: tuple[int, int], caption: str) -> 
     save_figure(fig, path)
 
 
-def build(runs: Path | list[Path], out: Path, name: str = "figure5") -> list[Path]:
-    """Figure 5 from the sweeps in ``runs`` (one cell per agent and wiring) as
+def build(evidence: Path | list[Path], out: Path, name: str = "figure5") -> list[Path]:
+    """Figure 5 from the evidence files ``evidence`` (one cell per agent and wiring) as
     ``<out>/<name>.png|csv|md`` (the wirings variant: ``figure5_wirings``)."""
-    runs = [runs] if isinstance(runs, Path | str) else list(runs)
-    cells = require([c for c in load_cells(*runs) if c["task"] == "gridworld_time"], "grid-world", runs,
+    evidence = [evidence] if isinstance(evidence, Path | str) else list(evidence)
+    cells = require([c for c in load_cells(*evidence) if c["task"] == "gridworld_time"], "grid-world", evidence,
                     "reproduce-figure5")
     agents = [agent_key(c) for c in cells]
     if len(set(agents)) != len(agents):
         dup = sorted({a for a in agents if agents.count(a) > 1})
-        raise SystemExit(f"error: {', '.join(map(str, runs))} hold more than one cell for agent(s) {', '.join(dup)}; "
-                         f"point --runs at sweeps with one cell per agent and wiring")
+        raise SystemExit(f"error: {', '.join(map(str, evidence))} hold more than one cell for agent(s) {', '.join(dup)}; "
+                         f"give evidence with one cell per agent and wiring")
     df = rows(cells)
     caption, train = "no cells were run", (5, 12)
     if cells:

@@ -136,12 +136,12 @@ def caption(cells: list[dict], checkpoint: str, reference: str, solved_below: fl
     ])
 
 
-def build(static: Path, recurrent: Path, out: Path, checkpoint: str = "best",
+def build(evidence: Path | list[Path], out: Path, checkpoint: str = "best",
           reference: str = "random", solved_below: float = 0.05, name: str = "table1") -> list[Path]:
-    cells = [c for c in load_cells(static, recurrent)
-             if c["task"] in ("static_arithmetic", "recurrent_arithmetic")]
+    evidence = [evidence] if isinstance(evidence, Path | str) else list(evidence)
+    cells = [c for c in load_cells(*evidence) if c["task"] in ("static_arithmetic", "recurrent_arithmetic")]
     rows = [r for c in cells for r in cell_rows(c, checkpoint, reference, solved_below)]
-    require(cells, "Table 1", [static, recurrent], "reproduce-table1")
+    require(cells, "Table 1", evidence, "reproduce-table1")
     ours = pd.DataFrame(rows, columns=[
         "task", "range", "function", "model", "ours", "oracle", "median", "q25", "q75", "solved", "success",
         "diverged", "seeds", "chosen_seed", "chosen_step"])

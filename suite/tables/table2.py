@@ -42,10 +42,11 @@ def cell_rows(cell: dict) -> list[dict]:
     return rows
 
 
-def build(runs: Path, out: Path, name: str = "table2") -> list[Path]:
-    """Table 2 from the sweep in ``runs`` as ``<out>/<name>.md|csv`` (a variant's: ``table2_last``)."""
-    cells = require([c for c in load_cells(runs) if c["task"] in ("mnist_counting", "mnist_addition")],
-                    "MNIST counting or addition", runs, "reproduce-table2")
+def build(evidence: Path | list[Path], out: Path, name: str = "table2") -> list[Path]:
+    """Table 2 from the evidence files ``evidence`` as ``<out>/<name>.md|csv`` (a variant's: ``table2_last``)."""
+    evidence = [evidence] if isinstance(evidence, Path | str) else list(evidence)
+    cells = require([c for c in load_cells(*evidence) if c["task"] in ("mnist_counting", "mnist_addition")],
+                    "MNIST counting or addition", evidence, "reproduce-table2")
     ours = pd.DataFrame([r for c in cells for r in cell_rows(c)],
                         columns=["task", "model", "length", "metric", "ours", "median", "q25", "q75",
                                  "diverged", "seeds", "chosen_seed", "chosen_step"])

@@ -119,10 +119,11 @@ def figure(chosen: pd.Series | None, png: Path, md: Path, csv: Path) -> None:
     write_text_atomic(md, "\n\n".join(lines) + "\n")
 
 
-def build(runs: Path, out: Path, name: str = "table3") -> list[Path]:
+def build(evidence: Path | list[Path], out: Path, name: str = "table3") -> list[Path]:
     """Table 3 as ``<out>/<name>.md|csv`` and Figure 3 beside it (``figure3`` followed by what
     follows ``table3`` in ``name``: ``table3_paper`` -> ``figure3_paper``)."""
-    cells = require([c for c in load_cells(runs) if c["task"] == "translation"], "number-word", runs,
+    evidence = [evidence] if isinstance(evidence, Path | str) else list(evidence)
+    cells = require([c for c in load_cells(*evidence) if c["task"] == "translation"], "number-word", evidence,
                     "reproduce-table3")
     df = candidates(cells)
     chosen = choose(df) if len(df) else {}

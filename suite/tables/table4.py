@@ -37,14 +37,16 @@ def cell_row(cell: dict) -> dict:
             "seeds": len(members)}
 
 
-def build(runs: Path, out: Path, name: str = "table4") -> list[Path]:
-    """Table 4 from the sweep in ``runs`` (one task: Seguí's even-digit counting, or our parity
+def build(evidence: Path | list[Path], out: Path, name: str = "table4") -> list[Path]:
+    """Table 4 from the evidence files ``evidence`` (one task: Seguí's even-digit counting, or our parity
     variant) as ``<out>/<name>.md|csv``."""
-    cells = require([c for c in load_cells(runs) if c["task"] in ("mnist_count_even", "mnist_parity")],
-                    "Table 4", runs, "reproduce-table4")
+    evidence = [evidence] if isinstance(evidence, Path | str) else list(evidence)
+    cells = require([c for c in load_cells(*evidence) if c["task"] in ("mnist_count_even", "mnist_parity")],
+                    "Table 4", evidence, "reproduce-table4")
     tasks = {c["task"] for c in cells}
     if len(tasks) > 1:
-        raise SystemExit(f"error: {runs} holds cells of {' and '.join(sorted(tasks))}; point --runs at one sweep")
+        raise SystemExit(f"error: {', '.join(map(str, evidence))} hold cells of {' and '.join(sorted(tasks))}; "
+                         "give one target's evidence")
     ours = pd.DataFrame([cell_row(c) for c in cells],
                         columns=["layer", "ours", "median", "q25", "q75", "diverged", "seeds"])
     ref = paper("table4").rename(columns={"test_accuracy_pct": "paper"})

@@ -59,11 +59,12 @@ def plot(df: pd.DataFrame, path: Path, train: tuple[float, float]) -> None:
     save_figure(fig, path)
 
 
-def build(runs: Path, out: Path) -> list[Path]:
-    cells = require([c for c in load_cells(runs) if c["task"] == "identity"], "identity", runs, "reproduce-table5")
+def build(evidence: Path | list[Path], out: Path) -> list[Path]:
+    evidence = [evidence] if isinstance(evidence, Path | str) else list(evidence)
+    cells = require([c for c in load_cells(*evidence) if c["task"] == "identity"], "identity", evidence, "reproduce-table5")
     df = rows(cells)
     if df.empty:
-        raise SystemExit(f"error: no complete identity cells under {runs}; run `make reproduce-table5`")
+        raise SystemExit(f"error: no complete identity cells in {evidence}; run `make reproduce-table5`")
     c0 = cells[0]["config"]
     t = c0["task"]
     train = (t["interpolation"]["low"], t["interpolation"]["high"])

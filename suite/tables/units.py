@@ -5,7 +5,7 @@ A seed is *solved* when its extrapolation MSE, at the step with its lowest inter
 MSE, is below the extrapolation MSE of a near-perfect model whose first-layer weights are off by
 epsilon (``tasks.arithmetic.ArithmeticProblem.success_threshold``). Per function and unit: the
 success rate with its 95% Wilson interval, the median step at which solved seeds first fell below
-the threshold (from ``history.csv``, so at the evaluation interval's resolution), the mean
+the threshold (``solved_at``, recorded from the run's history: at the evaluation interval's resolution), the mean
 sparsity error of solved seeds (the largest distance of a weight from {-1, 0, 1}), and the number
 of diverged seeds (never solved). Beside it, the count under the threshold behind Madsen &
 Johansen's published rates, whose near-perfect model had subsets one input wider than the task's
@@ -34,18 +34,6 @@ UNITS = {"nac": "NAC", "nalu": "NALU", "nau": "NAU", "nmu": "NAU + NMU", "inalu"
          "realnpu": "NAU + RealNPU", "relu6": "ReLU6 MLP", "none": "linear"}
 
 
-def first_solved_steps(run_dir: Path, thresholds: dict[int, float]) -> dict[int, int]:
-    """Per seed, the first evaluation step whose extrapolation MSE is below its threshold."""
-    h = pd.read_csv(run_dir / "history.csv")
-    h = h[h.metric == EXTRAPOLATION]
-    out = {}
-    for seed, t in thresholds.items():
-        below = h[(h.seed == seed) & (h.value < t)]
-        if len(below):
-            out[seed] = int(below.step.min())
-    return out
-
-
 def rows(cells: list[dict]) -> pd.DataFrame:
     out = []
     for c in cells:
@@ -56,8 +44,7 @@ def rows(cells: list[dict]) -> pd.DataFrame:
         # under the threshold behind Madsen & Johansen's published rates (cells since it was recorded)
         k_pub = sum(m["solved_published"] for m in members) if all("solved_published" in m for m in members) else -1
         lo, hi = wilson_interval(k, n)
-        solved_seeds = {m["seed"]: m["success_threshold"] for m in members if m["solved"]}
-        at = first_solved_steps(Path(c["run_dir"]), solved_seeds)
+        at = {m["seed"]: m["solved_at"] for m in members if m["solved"] and m.get("solved_at") is not None}
         sparsity = [m["sparsity_error"] for m in members if m["solved"] and m["sparsity_error"] is not None]
         out.append({"function": c["label"], "model": c["model"], "solved": k, "solved_published": k_pub,
                     "seeds": n, "rate": k / n,
@@ -130,18 +117,16 @@ def shown(df: pd.DataFrame) -> pd.DataFrame:
     })
 
 
-def static_cells(*runs: Path) -> list[dict]:
-    return [c for c in load_cells(*runs) if c["task"] == "static_arithmetic"] if runs else []
-
-
-def build(runs: Path | list[Path], out: Path, long: Path | None = None, name: str = "units") -> list[Path]:
-    """The table and figure from the sweeps in ``runs``; cells of the same task rerun with longer
-    budgets (``long``, if that folder exists) get a table of their own below. Files are
-    ``<out>/<name>.md|csv|png``."""
-    runs = [runs] if isinstance(runs, Path | str) else list(runs)
-    cells = static_cells(*runs)
-    require(cells, "static arithmetic", runs, "reproduce-units")
-    long_cells = static_cells(long) if long is not None and Path(long).exists() else []
+def build(evidence: Path | list[Path], out: Path, long: str | None = None, name: str = "units") -> list[Path]:
+    """The table and figure from the static arithmetic cells of the ``evidence`` files; cells of
+    the sweep named ``long`` (the same cells with longer budgets) get a table of their own below.
+    Files are ``<out>/<name>.md|csv|png``."""
+    evidence = [evidence] if isinstance(evidence, Path | str) else list(evidence)
+    static = [c for c in load_cells(*evidence) if c["task"] == "static_arithmetic"]
+    is_long = [bool(long) and c["run"].split("/")[0] == long for c in static]
+    cells = [c for c, x in zip(static, is_long, strict=True) if not x]
+    long_cells = [c for c, x in zip(static, is_long, strict=True) if x]
+    require(cells, "static arithmetic", evidence, "reproduce-units")
     df, df_long = ordered(with_paper(rows(cells))), ordered(with_paper(rows(long_cells)))
     c = cells[0]
     t = c["config"]["task"]
