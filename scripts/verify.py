@@ -7,8 +7,9 @@ one within seed-level noise (``make verify TARGET=table1``; rules in ``suite/tab
 The scratch copy holds this tree's files (its code, configs and paper values) but no
 cells: every cell of the target, or of the sample (overrides added to each of the target's
 sweeps, which narrow them: ``--sample "model=nac task.op=add,sub"``), trains anew. Rows the sample
-leaves out are not judged. Exits 0 when no judged row moved beyond noise, 1 when some did (each
-printed), 2 on bad input. The scratch folder is removed unless ``--scratch`` names it.
+leaves out are not judged. Exits 0 when it judged at least one row and none moved beyond noise,
+1 when some did (each printed) or when it judged none (a verification that compared nothing
+cannot pass), 2 on bad input. The scratch folder is removed unless ``--scratch`` names it.
 """
 
 from __future__ import annotations
@@ -84,9 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     for m in moved:
         print(f"moved: {m.row}: {m.statistic} {m.ours} rerun vs {m.committed} committed")
     rows = len({m.row for m in moved})
-    print(f"{stem}: {judged} rows judged against {committed}, {rows} moved beyond seed-level noise"
-          + ("" if judged else " (no row carries a statistic over seeds to judge)"))
-    return 1 if moved else 0
+    print(f"{stem}: {judged} rows judged against {committed}, {rows} moved beyond seed-level noise")
+    if not judged:
+        print(f"error: no row of {stem} was judged (no row of the rerun and of the committed table shares "
+              "a statistic over seeds): nothing was verified", file=sys.stderr)
+    return 1 if moved or not judged else 0
 
 
 if __name__ == "__main__":

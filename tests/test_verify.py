@@ -6,7 +6,9 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
 
+from suite.targets import BUILT
 from suite.tables.verify import compare
 
 from .conftest import ROOT
@@ -59,7 +61,7 @@ def test_verify_reruns_a_sample_in_scratch_and_compares(tmp_path):
     first = verify("--scratch", str(tmp_path / "first"))
     made = tmp_path / "first" / "results" / "table5.csv"
     assert made.exists(), first.stderr[-3000:]
-    assert not (tmp_path / "first" / "results" / "cells").exists()  # no committed cell came along
+    assert (tmp_path / "first" / "results" / "evidence" / "table5.jsonl").exists()  # the rerun's own evidence
     same = verify("--against", str(made.parent))
     assert same.returncode == 0, same.stdout + same.stderr[-3000:]
     assert "table5: 1 rows judged" in same.stdout and "0 moved beyond seed-level noise" in same.stdout
@@ -70,3 +72,16 @@ def test_verify_reruns_a_sample_in_scratch_and_compares(tmp_path):
     frame.to_csv(far / "table5.csv", index=False)
     moved = verify("--against", str(far))
     assert moved.returncode == 1 and "moved: relu: mae_median" in moved.stdout, moved.stdout
+    frame[frame.nonlinearity != "relu"].to_csv(far / "table5.csv", index=False)  # the rerun's one row is not there
+    nothing = verify("--against", str(far))
+    assert nothing.returncode == 1 and "table5: 0 rows judged" in nothing.stdout
+    assert "nothing was verified" in nothing.stderr
+
+
+@pytest.mark.parametrize("built", BUILT, ids=lambda b: b.name)
+def test_every_targets_committed_table_has_rows_the_judge_can_judge(built):
+    """make verify compares statistics over seeds; a target whose table carries none could only
+    pass vacuously (the judge against the table itself judges at least one row)."""
+    csv = ROOT / "results" / f"{built.name}.csv"
+    judged, moved = compare(csv, csv)
+    assert judged >= 1 and not moved
