@@ -2,11 +2,13 @@
 
     python scripts/reproduce_all.py [--only table1,units] [--jobs 2] [--check]
 
-A target is up to date when every cell of its sweeps is complete and was made by its current config
-and code (``make <target> DRY_RUN=1`` asks each cell, running nothing), its outputs in ``results/``
-are the ones it last wrote, and the table builders, the paper's values and the target's recipe in
-the Makefile have not changed since.
-Other targets run through their own make target, so a half-done one resumes where it stopped.
+A target is up to date when every cell of its sweeps is complete and current (its config and its
+task's numerics version: ``make <target> DRY_RUN=1`` asks each cell, running nothing, and the
+runner hands back each cell's state as data, ``NALU_STATUS_FILE``), its evidence is what those
+cells hold, and its tables and figures are what the builders make of that evidence (both
+checked by building them afresh in a scratch folder and comparing bytes). Other targets run
+through their own make target, so a half-done one resumes where it stopped, and one whose cells
+are all current only rewrites its evidence and tables.
 Each target's output goes to ``multirun/.reproduce/<target>.log``; the console shows one line per
 target, and at the end a summary (also ``multirun/.reproduce/summary.md``): each target, its wall
 time here, and its outputs.
@@ -15,25 +17,27 @@ time here, and its outputs.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 STATE = ROOT / "multirun" / ".reproduce"
 
 
 @dataclass(frozen=True)
 class Target:
     name: str
-    outputs: tuple[str, ...]  # in results/
+    outputs: tuple[str, ...]  # in results/, besides its evidence (evidence/<name>.jsonl)
 
     @property
     def make(self) -> str:
@@ -50,29 +54,6 @@ TARGETS = [  # the order of the README: the main job first, the longest (A3C) la
     Target("figure5", ("figure5.png", "figure5.md", "figure5.csv")),
     Target("units", ("units.png", "units.md", "units.csv")),
 ]
-STATUS = re.compile(r"^status: (up to date|to run): (.*)$")
-
-
-def digest_files(paths: list[Path]) -> dict[str, str]:
-    return {p.relative_to(ROOT).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in sorted(paths)}
-
-
-def recipe(target: Target) -> str:
-    """The target's rule in the Makefile: its line (less the help text) and its commands."""
-    lines = (ROOT / "Makefile").read_text().splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith(f"{target.make}:")), None)
-    if start is None:
-        raise SystemExit(f"error: the Makefile has no target {target.make}")
-    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("\t")), len(lines))
-    return "\n".join([lines[start].split("##")[0].rstrip(), *lines[start + 1 : end]])
-
-
-def builders(target: Target) -> dict[str, str]:
-    """What turns finished cells into results/: the table code (and the scoring it uses), the
-    paper's values and the target's recipe."""
-    code = [*(ROOT / "suite" / "tables").glob("*.py"), ROOT / "nalu" / "scoring.py",
-            *(ROOT / "results" / "paper").glob("*.csv")]
-    return {**digest_files(code), "Makefile": hashlib.sha256(recipe(target).encode()).hexdigest()[:16]}
 
 
 def sweep_dirs() -> set[Path]:
@@ -84,12 +65,15 @@ def only_scaffolding(folder: Path) -> bool:
     return all(p.is_dir() or p == folder / "multirun.yaml" for p in folder.rglob("*"))
 
 
-def cell_status(target: Target) -> tuple[int, list[str]]:
-    """(cells, the lines of those that must run), from the target's sweeps in dry-run mode. A
-    dry run leaves nothing behind: a sweep folder it made that holds only what Hydra sets up
+def cell_status(target: Target) -> list[dict]:
+    """Each cell of the target's sweeps (``cell``, ``state``, ``reason``), from a dry run. A dry
+    run leaves nothing behind: a sweep folder it made that holds only what Hydra sets up
     (``multirun.yaml``, empty job folders) is removed again."""
     had_root, before = (ROOT / "multirun").exists(), sweep_dirs()
-    p = subprocess.run(["make", "-s", target.make, "DRY_RUN=1"], cwd=ROOT, capture_output=True, text=True)
+    with tempfile.NamedTemporaryFile("r", suffix=".jsonl") as status:
+        p = subprocess.run(["make", "-s", target.make, "DRY_RUN=1"], cwd=ROOT, capture_output=True, text=True,
+                           env={**os.environ, "NALU_STATUS_FILE": status.name})
+        cells = [json.loads(line) for line in status.read().splitlines() if line.strip()]
     for made in sweep_dirs() - before:
         if only_scaffolding(made):
             shutil.rmtree(made)
@@ -97,23 +81,41 @@ def cell_status(target: Target) -> tuple[int, list[str]]:
         (ROOT / "multirun").rmdir()
     if p.returncode != 0:
         raise SystemExit(f"error: make {target.make} DRY_RUN=1 failed:\n{p.stderr[-2000:]}")
-    found = [m.groups() for m in map(STATUS.match, p.stderr.splitlines()) if m]
-    if not found:
+    if not cells:
         raise SystemExit(f"error: make {target.make} DRY_RUN=1 reported no cells; its recipe may have changed")
-    return len(found), [f"{cell} {state}" for state, cell in found if state == "to run"]
+    return cells
 
 
-def up_to_date(target: Target, stamp: dict | None) -> tuple[bool, int, str]:
+def current_outputs(target: Target) -> str:
+    """'' when the target's evidence is what its run folders hold and its outputs are what the
+    builders make of it; otherwise what is not."""
+    from suite.evidence import EVIDENCE_DIR, collect, dumps, load
+
+    evidence = EVIDENCE_DIR / f"{target.name}.jsonl"
+    missing = [o for o in target.outputs if not (ROOT / "results" / o).is_file()]
+    if missing or not evidence.is_file():
+        return "outputs missing"
+    sweeps = dict.fromkeys(c["run"].split("/")[0] for c in load(evidence))
+    if dumps(collect(*(ROOT / "multirun" / s for s in sweeps))) != evidence.read_text():
+        return "evidence to rewrite"
+    with tempfile.TemporaryDirectory() as out:
+        p = subprocess.run([sys.executable, "-m", "suite.tables", "build", target.name, "--out", out], cwd=ROOT,
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            return "tables to rebuild"
+        if any((Path(out) / o).read_bytes() != (ROOT / "results" / o).read_bytes() for o in target.outputs):
+            return "tables to rebuild"
+    return ""
+
+
+def up_to_date(target: Target) -> tuple[bool, int, str]:
     """(whether to skip, how many cells, why it runs)."""
-    cells, stale = cell_status(target)
-    outputs = [ROOT / "results" / o for o in target.outputs]
+    cells = cell_status(target)
+    stale = [c for c in cells if c["state"] != "up to date"]
     if stale:
-        return False, cells, f"{len(stale)} of {cells} cells to run"
-    if not all(p.exists() for p in outputs):
-        return False, cells, "outputs missing"
-    if not stamp or stamp.get("builders") != builders(target) or stamp.get("outputs") != digest_files(outputs):
-        return False, cells, "tables to rebuild"
-    return True, cells, ""
+        return False, len(cells), f"{len(stale)} of {len(cells)} cells to run"
+    why = current_outputs(target)
+    return not why, len(cells), why
 
 
 def clock(seconds: float) -> str:
@@ -167,30 +169,24 @@ def main(argv: list[str] | None = None) -> int:
     rows, failed = [], False
     for i, t in enumerate(targets, 1):
         head = f"[{i}/{len(targets)}] make {t.make:<18}"
-        stamp_path = STATE / f"{t.name}.json"
-        stamp = json.loads(stamp_path.read_text()) if stamp_path.exists() else None
-        skip, cells, why = up_to_date(t, stamp)
-        last = clock(stamp["wall_s"]) if stamp else "-"
+        skip, cells, why = up_to_date(t)
         if skip or a.check:
-            print(f"{head} {'up to date' if skip else 'to run: ' + why} (last run {last})")
-            rows.append((t, "up to date" if skip else "to run", last))
+            print(f"{head} {'up to date' if skip else 'to run: ' + why}")
+            rows.append((t, "up to date" if skip else "to run", "-"))
             continue
         print(f"{head} running ({why}); log: {(STATE / f'{t.name}.log').relative_to(ROOT)}", flush=True)
-        made_by = builders(t)  # before the run: the table code that builds its outputs
         rc, wall = run(t, head, cells, a.jobs)
         if rc != 0:
             print(f"\r{head} FAILED after {clock(wall)} (exit {rc}); see its log")
             rows.append((t, f"failed (exit {rc})", clock(wall)))
             failed = True
             break
-        outputs = [ROOT / "results" / o for o in t.outputs]
-        stamp_path.write_text(json.dumps({"wall_s": wall, "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
-                                          "builders": made_by, "outputs": digest_files(outputs)}, indent=1))
         print(f"\r{head} done in {clock(wall)}" + " " * 30)
         rows.append((t, "ran", clock(wall)))
 
     table = ["| target | this run | wall time here | outputs |", "|---|---|---|---|"]
-    table += [f"| `make {t.make}` | {state} | {wall} | {', '.join('results/' + o for o in t.outputs)} |"
+    table += [f"| `make {t.make}` | {state} | {wall} | "
+              f"{', '.join('results/' + o for o in (*t.outputs, f'evidence/{t.name}.jsonl'))} |"
               for t, state, wall in rows]
     summary = "\n".join(table) + "\n"
     if not a.check:

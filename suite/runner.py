@@ -11,7 +11,9 @@ one was saved for the same cells, and ends in an atomically written ``metrics.js
 from __future__ import annotations
 
 import hashlib
+import json
 import math
+import os
 import shutil
 import sys
 import time
@@ -37,6 +39,7 @@ from tasks.metrics import EXTRAPOLATION
 # which parses the command line): what tells a sweep's cells apart in messages
 SWEPT: set[str] = set()
 SWEEP_FUNCTIONS = ("range(", "choice(", "glob(")
+STATUS_FILE = "NALU_STATUS_FILE"  # where a dry run also appends each cell's status as a JSON line
 
 
 def swept_keys(arguments: list[str]) -> set[str]:
@@ -106,8 +109,13 @@ def prepare(cfg: DictConfig, out_dir: Path, overrides: str = "") -> Cell | None:
     reason = "force=true" if cfg.force else out_of_date(out_dir, digest, numerics)
     if cfg.get("dry_run"):
         note = code_note(out_dir) if reason is None else ""
-        print(f"status: {'up to date' if reason is None else 'to run'}: {name}"
-              f"{f' ({reason})' if reason else ''}{f'; {note}' if note else ''}", file=sys.stderr)
+        state = "up to date" if reason is None else "to run"
+        print(f"status: {state}: {name}{f' ({reason})' if reason else ''}{f'; {note}' if note else ''}",
+              file=sys.stderr)
+        if os.environ.get(STATUS_FILE):  # the same, as data (scripts/reproduce_all.py)
+            with open(os.environ[STATUS_FILE], "a") as f:
+                f.write(json.dumps({"cell": name, "state": state, "reason": reason, "code": note or None,
+                                    "dir": str(out_dir)}) + "\n")
         return None
     if reason is None:
         again = "; its history is not logged to wandb again (force=true reruns it)" if cfg.logger.name == "wandb" else ""

@@ -24,7 +24,7 @@ def test_check_asks_every_cell_of_a_target_and_runs_nothing():
     assert p.returncode == 0, p.stderr
     line = p.stdout.splitlines()[0]
     assert re.fullmatch(r"\[1/1\] make reproduce-table5 +(up to date|to run: (\d+ of \d+ cells to run|outputs missing|"
-                        r"tables to rebuild)) \(last run .*\)", line), line
+                        r"evidence to rewrite|tables to rebuild))", line), line
     assert "| `make reproduce-table5` |" in p.stdout and "results/table5.md" in p.stdout
     assert cell_files() == before  # no cell was run or touched
     # and nothing was left behind (no sweep folder, no .reproduce/ logs) in a tree that had none
@@ -37,15 +37,19 @@ def test_unknown_target_lists_the_valid_ones():
     assert p.returncode == 2 and "unknown target table9; valid: table1, table5, table2" in p.stderr
 
 
-def test_a_target_is_stale_when_its_table_code_changes():
-    """The builders' digest covers every table module and the scoring, so an edited builder
-    rebuilds the tables."""
+def test_a_targets_outputs_are_current_only_when_its_run_folders_and_builders_agree(tmp_path, monkeypatch):
+    """Evidence is compared with what the run folders hold now, tables with what the builders
+    make of the evidence (table3_paper: its evidence is committed; here its run folders are
+    stand-ins holding one cell, or none)."""
     sys.path.insert(0, str(SCRIPT.parent))
-    from reproduce_all import TARGETS, builders
+    import reproduce_all
+    from reproduce_all import Target, current_outputs
 
-    digested = builders(TARGETS[0])
-    tables = {f"suite/tables/{p.name}" for p in (ROOT / "suite" / "tables").glob("*.py")}
-    assert tables and tables <= set(digested) and "nalu/scoring.py" in digested and "Makefile" in digested
+    target = Target("table3_paper", ("table3_paper.md", "table3_paper.csv", "figure3_paper.md"))
+    assert current_outputs(Target("table3_paper", ("absent.md",))) == "outputs missing"
+    monkeypatch.setattr(reproduce_all, "ROOT", tmp_path)  # no run folder there: the evidence is not theirs
+    (tmp_path / "results").symlink_to(ROOT / "results")
+    assert current_outputs(target) == "evidence to rewrite"
 
 
 @pytest.mark.parametrize("seconds,text", [(59.6, "1m00s"), (3725, "1h02m05s")])
