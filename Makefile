@@ -13,7 +13,8 @@ RUN := $(PY) -m suite.run
 # after its sweeps, a target writes its evidence (results/evidence/<name>.jsonl, one line per cell,
 # committed) and builds its tables and figures from that alone
 EVIDENCE := $(if $(filter 1 true yes,$(DRY_RUN)),: ,$(PY) -m suite.evidence)
-TABLES := $(if $(filter 1 true yes,$(DRY_RUN)),: ,$(PY) -m suite.tables)
+# then the claims' verdicts (results/claims.md, .csv, and README.md's block) from all the tables
+TABLES = $(if $(filter 1 true yes,$(DRY_RUN)),: ,$(PY) -m suite.tables build $(1) && $(PY) -m suite.claims)
 DRY := $(if $(filter 1 true yes,$(DRY_RUN)),dry_run=true progress=false hydra/job_logging=disabled)
 # DEVICE=cuda (or cuda:1): every sweep but figure5's trains there (README, "On a GPU"); the A3C
 # of figure5 runs in CPU worker processes whatever DEVICE says
@@ -62,55 +63,55 @@ reproduce-table1: install  ## Table 1: static + recurrent arithmetic, 10 seeds p
 	$(RUN) -m +experiment=table1_static$(PAPER)$(V) $(SWEEP)
 	$(RUN) -m +experiment=table1_recurrent$(PAPER)$(V) $(SWEEP)
 	$(EVIDENCE) table1$(PAPER)$(V) multirun/table1_static$(PAPER)$(V) multirun/table1_recurrent$(PAPER)$(V)
-	$(TABLES) build table1$(PAPER)$(V)
+	$(call TABLES,table1$(PAPER)$(V))
 
 reproduce-table2: data  ## Table 2: MNIST counting + addition, 12 cells x 3 seeds -> results/table2.* (VARIANT=last: supervised after the last digit only; select100: NALU picked on length 100)
 	$(if $(filter select100,$(VARIANT)),:,$(RUN) -m +experiment=table2$(V) $(SWEEP))
 	$(if $(filter select100,$(VARIANT)),$(RUN) -m +experiment=table2_select100 $(SWEEP),$(RUN) -m +experiment=table2_stacks$(V) $(SWEEP))
 	$(EVIDENCE) table2$(V) multirun/table2$(V)
-	$(TABLES) build table2$(V)
+	$(call TABLES,table2$(V))
 
 reproduce-table3: install  ## Table 3 + Figure 3: number words to number, 3 models x 4 grid points x 10 seeds -> results/table3.*, figure3.* (BUDGET=paper: 300k steps, table3_paper.*)
 	$(RUN) -m +experiment=table3$(PAPER) $(SWEEP)
 	$(EVIDENCE) table3$(PAPER) multirun/table3$(PAPER)
-	$(TABLES) build table3$(PAPER)
+	$(call TABLES,table3$(PAPER))
 
 reproduce-table4: data  ## Table 4: counting even MNIST digits (Segui et al.), 7 final layers + Segui's softmax head x 5 seeds -> results/table4.* (VARIANT=parity: our 4-digit parity)
 	$(RUN) -m +experiment=table4$(V) $(SWEEP)
 	$(EVIDENCE) table4$(V) multirun/table4$(V)
-	$(TABLES) build table4$(V)
+	$(call TABLES,table4$(V))
 
 reproduce-table5: install  ## Table 5 + Figure 1: identity function, 17 models x 100 seeds -> results/table5.*, figure1.*
 	$(RUN) -m +experiment=table5 $(SWEEP)
 	$(RUN) -m +experiment=table5_units $(SWEEP)
 	$(EVIDENCE) table5 multirun/table5
-	$(TABLES) build table5
+	$(call TABLES,table5)
 
 reproduce-figure4: install  ## Figure 4: program evaluation, 7 models x 2 tasks x 3 seeds -> results/figure4.* (VARIANT=numbers: numeric tokens; builder: a recurrent NALU that can build numbers; builder_long: it at 100k steps)
 	$(RUN) -m +experiment=figure4$(V) $(SWEEP)
 	$(EVIDENCE) figure4$(V) multirun/figure4$(V)
-	$(TABLES) build figure4$(V)
+	$(call TABLES,figure4$(V))
 
 reproduce-figure5: install  ## Figure 5: grid-world time tracking, A3C and A3C + NAC x 3 seeds -> results/figure5.* (VARIANT=wirings: the NAC as the clock)
 	$(RUN) -m +experiment=figure5$(V) hydra/launcher=basic $(DRY)
 	$(EVIDENCE) figure5$(V) multirun/figure5$(V)
-	$(TABLES) build figure5$(V)
+	$(call TABLES,figure5$(V))
 
 reproduce-units: install  ## NAC, NALU, NAU, NMU, iNALU, NPU, RealNPU + baselines, 54 cells x 10 seeds, + 3 longer -> results/units.* (BUDGET=paper: units_paper.*; VARIANT=seeds100: 100 seeds per cell, units_seeds100.*)
 ifeq ($(BUDGET),paper)
 	$(RUN) -m +experiment=units_paper $(SWEEP)
 	$(EVIDENCE) units_paper multirun/units_paper
-	$(TABLES) build units_paper
+	$(call TABLES,units_paper)
 else ifneq ($(VARIANT),)
 	$(RUN) -m +experiment=units$(V) $(SWEEP)
 	$(EVIDENCE) units$(V) multirun/units$(V)
-	$(TABLES) build units$(V)
+	$(call TABLES,units$(V))
 else
 	$(RUN) -m +experiment=units $(SWEEP)
 	$(RUN) -m +experiment=units_long model=nmu task.op=mul task.steps=1500000 progress=false $(DRY) $(ON) $(if $(DRY),|| exit $$?;,&) nmu=$$!; trap 'kill $$nmu; wait $$nmu; exit 130' INT TERM; \
 	$(RUN) -m +experiment=units_long hydra/launcher=basic progress=false $(DRY) $(ON); rc=$$?; wait $$nmu && exit $$rc
 	$(EVIDENCE) units multirun/units multirun/units_long
-	$(TABLES) build units
+	$(call TABLES,units)
 endif
 
 verify: data  ## rerun TARGET's cells (or SAMPLE="model=nac") in a scratch copy and compare with results/ within seed-level noise

@@ -1,0 +1,363 @@
+"""The paper's claims as code: each claim, the cells that test it, and the rules that decide it,
+evaluated on every budget and variant that has a table (``python -m suite.claims``).
+
+    python -m suite.claims [--results results]     -> results/claims.md, results/claims.csv,
+                                                      and the at-a-glance block of README.md
+
+A claim names the family of tables that test it (``table1``: ``table1``, ``table1_paper``,
+``table1_seeds100``; see ``suite.targets``). Each *reading* is one way of deciding it, written
+once: where the paper's meaning is open (is its printed 0.0 the selected seed, the median seed, or
+most seeds?) each reading is its own rule and all are shown. A reading's verdict for one table is
+
+- ``reproduced`` when every cell it looks at agrees with the paper,
+- ``not reproduced`` when none does,
+- ``mixed`` when some do, and
+- ``not run`` when the table has none of its cells,
+
+with the counts and the numbers it rests on. The tables are built from the committed evidence
+alone (``suite.evidence``); a table whose evidence is not committed yet is marked as such
+("earlier run"). The rules read the tables, which carry, per cell, the selected seed's value,
+the median and spread over seeds, success counts and the paper's value beside ours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from nalu.scoring import wilson_interval
+from suite.io import write_text_atomic
+from suite.targets import BUILT
+
+ROOT = Path(__file__).resolve().parent.parent
+ZERO = 0.05  # the paper prints one decimal: below this, a score prints 0.0
+VERDICTS = ("reproduced", "mixed", "not reproduced", "not run")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One cell's comparison: what it is, ours, the paper's, and whether they agree."""
+
+    cell: str
+    ours: float
+    paper: float
+    agrees: bool
+    shown: str = ""  # how ours reads, where not a plain number ("3/10 solved")
+
+
+Rule = Callable[[pd.DataFrame], list[Check]]
+
+
+@dataclass(frozen=True)
+class Reading:
+    name: str
+    rule: Rule
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    section: str
+    sentence: str  # the paper's words, shortened
+    family: str  # the tables that test it: <family>.csv and <family>_<budget|variant>.csv
+    readings: tuple[Reading, ...]
+    csv: str = ""  # the table file's stem when it is not the family's (Figure 1: figure1)
+
+
+def num(x) -> float:
+    try:
+        return float(str(x).lstrip(">")) if not str(x).startswith(">") else math.inf
+    except ValueError:
+        return math.nan
+
+
+# ---- Table 1: scaled scores, 0 perfect, 100 a random model ---------------------------------
+
+def table1_cells(task: str, models: tuple[str, ...], functions: tuple[str, ...] | None, rng: str):
+    def pick(df: pd.DataFrame) -> pd.DataFrame:
+        rows = df[(df.task == task) & (df.range == rng) & df.model.isin(models) & df.ours.notna()]
+        return rows[rows.function.isin(functions)] if functions else rows
+    return pick
+
+
+def as_good_as_paper(column: str, pick) -> Rule:
+    """Ours (``column``: the selected seed's ``ours`` or the ``median`` seed's) at the paper's level
+    or better: below 0.05 where the paper prints 0.0, at most twice the paper's score elsewhere."""
+    def rule(df: pd.DataFrame) -> list[Check]:
+        out = []
+        for _, r in pick(df).iterrows():
+            ours, theirs = num(r[column]), num(r.paper)
+            ok = ours < ZERO if theirs < ZERO else ours <= 2 * theirs
+            out.append(Check(f"{r.task} {r.model} {r.function}", ours, theirs, bool(ok)))
+        return out
+    return rule
+
+
+def most_seeds_solve(pick) -> Rule:
+    """Where the paper prints 0.0: more than half of the seeds score below 0.05."""
+    def rule(df: pd.DataFrame) -> list[Check]:
+        out = []
+        for _, r in pick(df).iterrows():
+            if num(r.paper) >= ZERO:
+                continue
+            solved, seeds = num(r.solved), num(r.seeds)
+            out.append(Check(f"{r.task} {r.model} {r.function}", solved / seeds, num(r.paper), bool(2 * solved > seeds),
+                             f"{solved:.0f}/{seeds:.0f} seeds below 0.05"))
+        return out
+    return rule
+
+
+def fails_like_paper(column: str, pick) -> Rule:
+    """Where the paper's model fails (prints 1.0 or more): ours fails too (1.0 or more)."""
+    def rule(df: pd.DataFrame) -> list[Check]:
+        return [Check(f"{r.task} {r.model} {r.function}", num(r[column]), num(r.paper), bool(num(r[column]) >= 1.0))
+                for _, r in pick(df).iterrows() if num(r.paper) >= 1.0]
+    return rule
+
+
+def table1_readings(pick) -> tuple[Reading, ...]:
+    return (Reading("selected seed", as_good_as_paper("ours", pick)),
+            Reading("median seed", as_good_as_paper("median", pick)),
+            Reading("most seeds solve", most_seeds_solve(pick)))
+
+
+# ---- Table 2: % exact at length 1, MAE beyond ------------------------------------------------
+
+def table2_rule(column: str, models: tuple[str, ...], lengths: tuple[int, ...], agree) -> Rule:
+    def rule(df: pd.DataFrame) -> list[Check]:
+        rows = df[df.model.isin(models) & df.length.isin(lengths) & df.ours.notna()]
+        return [Check(f"{r.task} {r.model} length {r.length}", num(r[column]), num(r.paper),
+                      bool(agree(num(r[column]), num(r.paper)))) for _, r in rows.iterrows()]
+    return rule
+
+
+def within_points(points: float):
+    return lambda ours, theirs: abs(ours - theirs) <= points
+
+
+def at_most_twice(ours: float, theirs: float) -> bool:
+    return ours <= 2 * theirs
+
+
+# ---- Table 3, Table 4, Table 5, Figures 4 and 5, the units table ---------------------------
+
+def table3_rule(column: str) -> Rule:
+    """The LSTM + NALU's test MAE at most twice the paper's 0.41."""
+    def rule(df: pd.DataFrame) -> list[Check]:
+        if column not in df.columns:  # a table made before it had the column
+            return []
+        rows = df[(df.model == "lstm_nalu") & df[column].notna()]
+        return [Check("lstm_nalu test MAE", num(r[column]), num(r.paper_test),
+                      bool(num(r[column]) <= 2 * num(r.paper_test))) for _, r in rows.iterrows()]
+    return rule
+
+
+def table4_rule(df: pd.DataFrame) -> list[Check]:
+    """The NAC cuts the error of the base layer (Seguí et al.'s head, or Wx + b in the parity
+    variant) by at least half the paper's 54%."""
+    column = next((c for c in df.columns if c.startswith("error_cut_vs_")), None)
+    rows = df[df.layer == "nac"] if column else df.iloc[:0]
+    return [Check(f"nac, median error cut ({column.removeprefix('error_cut_vs_').removesuffix('_pct')})",
+                  num(r[column]), 54.0, bool(num(r[column]) >= 27.0)) for _, r in rows.iterrows()]
+
+
+MLP = ("threshold", "hardtanh", "tanh", "tanhshrink", "sigmoid", "relu6", "hardshrink", "softsign", "leakyrelu",
+       "prelu", "softplus", "softshrink", "relu", "elu", "selu")
+
+
+def identity_rule(df: pd.DataFrame) -> list[Check]:
+    """Every MLP misses the identity on [-1000, 1000] (median MAE above 1; predicting 0 scores 500)."""
+    rows = df[df.nonlinearity.isin(MLP)]
+    return [Check(f"{r.nonlinearity} MLP, median MAE", num(r.mae_median), math.nan, bool(num(r.mae_median) > 1.0))
+            for _, r in rows.iterrows()]
+
+
+def figure4_rule(models: tuple[str, ...], domain: int, solved: bool) -> Rule:
+    """At ``domain``, each model's mean exact-match accuracy is 90% or more (``solved``) or below it."""
+    def rule(df: pd.DataFrame) -> list[Check]:
+        rows = df[df.model.isin(models) & (df.domain == domain) & (df.metric == "accuracy")]
+        return [Check(f"{r.kind} {r.model} at {domain}", num(r["mean"]), math.nan, bool((num(r["mean"]) >= 90) == solved))
+                for _, r in rows.iterrows()]
+    return rule
+
+
+def figure5_rule(agent: str, commands: range, holds: bool) -> Rule:
+    """The agent's mean reward is at or above 0 (``holds``) or below it at each command in ``commands``."""
+    def rule(df: pd.DataFrame) -> list[Check]:
+        rows = df[(df.agent == agent) & df.command.isin(list(commands))]
+        return [Check(f"{agent} command {r.command}", num(r["mean"]), math.nan, bool((num(r["mean"]) >= 0) == holds))
+                for _, r in rows.iterrows()]
+    return rule
+
+
+def units_rule(solved: str) -> Rule:
+    """At their budget (5,000,000 steps), Madsen & Johansen's success rate lies within the 95%
+    Wilson interval of ours (``solved``: under our threshold, or the one behind their published
+    rates). Tables at other budgets have no cell for it."""
+    def rule(df: pd.DataFrame) -> list[Check]:
+        out = []
+        for _, r in df[df.paper.notna() & (df[solved] >= 0) & (df.steps == 5_000_000)].iterrows():
+            lo, hi = wilson_interval(int(r[solved]), int(r.seeds))
+            theirs = num(r.paper)
+            out.append(Check(f"{r.function} {r.model}", r[solved] / r.seeds, theirs,
+                             bool(lo - 1e-9 <= theirs <= hi + 1e-9), f"{int(r[solved])}/{int(r.seeds)}"))
+        return out
+    return rule
+
+
+STATIC_UNITS = table1_cells("static", ("nac", "nalu"), ("a+b", "a-b"), "extrapolation")
+STATIC_NALU = table1_cells("static", ("nalu",), ("a*b", "a/b", "a^2", "sqrt(a)"), "extrapolation")
+RECURRENT_UNITS = table1_cells("recurrent", ("nac", "nalu"), None, "extrapolation")
+CLAIMS = [
+    Claim("identity", "1.1, Table 5", "MLPs with common nonlinearities fail to extrapolate the identity function",
+          "table5", (Reading("every MLP fails on [-1000, 1000]", identity_rule),)),
+    Claim("static-add", "4.1, Table 1", "NAC and NALU extrapolate addition and subtraction (printed 0.0)",
+          "table1", table1_readings(STATIC_UNITS)),
+    Claim("static-mul", "4.1, Table 1", "the NALU extrapolates a*b, a/b, a^2 and sqrt(a) (0.0, 0.7, 0.0, 0.0)",
+          "table1", table1_readings(STATIC_NALU)),
+    Claim("recurrent", "4.1, Table 1", "recurrent NAC and NALU extrapolate from length 10 to 1000",
+          "table1", table1_readings(RECURRENT_UNITS)),
+    Claim("baselines-fail", "4.1, Table 1", "ReLU6, linear, LSTM and ReLU RNN fail outside their training range",
+          "table1", (Reading("selected seed", fails_like_paper("ours", table1_cells("static", ("relu6", "none"), None, "extrapolation"))),
+                     Reading("recurrent, selected seed", fails_like_paper("ours", table1_cells("recurrent", ("lstm", "rnn_relu"), None, "extrapolation"))))),
+    Claim("recurrent-interpolation", "4.1, Table 1", "all models interpolate successfully (recurrent, printed 0.0)",
+          "table1", (Reading("selected seed", as_good_as_paper("ours", table1_cells("recurrent", ("lstm", "rnn_relu", "nac", "nalu"), None, "interpolation"))),)),
+    Claim("mnist-extrapolation", "4.2, Table 2", "NAC and NALU cores count and add series of 100 and 1000 digits",
+          "table2", (Reading("selected seed, at most twice the paper's MAE", table2_rule("ours", ("nac", "nalu"), (100, 1000), at_most_twice)),
+                     Reading("median seed, at most twice the paper's MAE", table2_rule("median", ("nac", "nalu"), (100, 1000), at_most_twice)))),
+    Claim("mnist-length1", "4.2, Table 2", "accuracy on single digits (length 1) as printed",
+          "table2", (Reading("selected seed, within 5 points", table2_rule("ours", ("lstm", "gru", "rnn_tanh", "rnn_relu", "nac", "nalu"), (1,), within_points(5))),)),
+    Claim("number-words", "4.3, Table 3", "LSTM + NALU reads number words with test MAE 0.41 (LSTM 29.4)",
+          "table3", (Reading("selected model", table3_rule("ours_test")), Reading("median candidate", table3_rule("mae_median")))),
+    Claim("programs", "4.4, Figure 4", "all models solve addition inside the training range; only the recurrent NALU extrapolates",
+          "figure4", (Reading("in range (100): every model 90% exact", figure4_rule(("lstm", "ugrnn", "dnc", "lstm_nalu", "ugrnn_nalu", "dnc_nalu", "nalu"), 100, True)),
+                      Reading("beyond (10,000): the NALU models 90% exact", figure4_rule(("lstm_nalu", "ugrnn_nalu", "dnc_nalu", "nalu"), 10000, True)))),
+    Claim("grid-world", "4.5, Figure 5", "A3C + NAC holds its reward to commands of about 19; A3C degrades above 13",
+          "figure5", (Reading("A3C + NAC at or above 0 for commands 13-19", figure5_rule("a3c_nac", range(13, 20), True)),
+                      Reading("A3C below 0 for commands 15-19", figure5_rule("a3c", range(15, 20), False)))),
+    Claim("final-layer", "4.6, Table 4", "a NAC as the final layer cuts the previous best error by 54%",
+          "table4", (Reading("at least half the paper's cut", table4_rule),)),
+    Claim("units-rates", "Madsen & Johansen 2020, Table 2", "success rates of NAC, NALU, NAU, NMU on the static task",
+          "units", (Reading("at 5e6 steps, their rate within our 95% interval, their threshold", units_rule("solved_published")),
+                    Reading("at 5e6 steps, their rate within our 95% interval, our threshold", units_rule("solved")))),
+]
+
+
+def verdict(checks: list[Check]) -> str:
+    if not checks:
+        return "not run"
+    agree = sum(c.agrees for c in checks)
+    return "reproduced" if agree == len(checks) else "not reproduced" if agree == 0 else "mixed"
+
+
+def show(x: float) -> str:
+    if math.isnan(x):
+        return "-"
+    if math.isinf(x) or abs(x) >= 1e4:
+        return f"{x:.2g}"
+    return f"{x:.3g}"
+
+
+def numbers(checks: list[Check]) -> str:
+    """``3 of 4 agree; against: static nalu a*b 1.4 (paper 0.0)``: the count and each cell that
+    does not agree (or, when all do, the first)."""
+    if not checks:
+        return ""
+    against = [c for c in checks if not c.agrees]
+    listed = against or checks[:1]
+    cells = "; ".join(f"{c.cell} {c.shown or show(c.ours)}" + (f" (paper {show(c.paper)})" if not math.isnan(c.paper) else "")
+                      for c in listed[:4])
+    more = f"; {len(listed) - 4} more" if len(listed) > 4 else ""
+    return f"{len(checks) - len(against)} of {len(checks)} agree; {'against' if against else 'e.g.'}: {cells}{more}"
+
+
+def tables_of(family: str, results: Path) -> list[str]:
+    """The built tables of a family that exist: the family's own, then its budgets and variants."""
+    names = [b.name for b in BUILT if b.name == family or b.name.startswith(f"{family}_")]
+    return [n for n in names if (results / f"{n}.csv").is_file()]
+
+
+def evaluate(results: Path) -> pd.DataFrame:
+    rows = []
+    for claim in CLAIMS:
+        for name in tables_of(claim.family, results):
+            df = pd.read_csv(results / f"{name}.csv")
+            source = "evidence" if (results / "evidence" / f"{name}.jsonl").is_file() else "earlier run"
+            for reading in claim.readings:
+                checks = reading.rule(df)
+                rows.append({"claim": claim.id, "section": claim.section, "paper_says": claim.sentence,
+                             "table": name, "reading": reading.name, "verdict": verdict(checks),
+                             "agree": sum(c.agrees for c in checks), "cells": len(checks),
+                             "numbers": numbers(checks), "source": source})
+    return pd.DataFrame(rows)
+
+
+def glance(df: pd.DataFrame) -> str:
+    """One row per claim: under each reading, its verdict in the first table that has cells for
+    it (the default budget, where it does), and that table."""
+    lines = ["| claim | the paper says | verdict, per reading (in which table) |", "|---|---|---|"]
+    for claim in CLAIMS:
+        g = df[df.claim == claim.id]
+        verdicts = []
+        for reading in claim.readings:
+            r = g[(g.reading == reading.name) & (g.verdict != "not run")]
+            verdicts.append(f"{reading.name}: " + (f"**{r.verdict.iloc[0]}** ({r.table.iloc[0]})" if len(r) else "not run"))
+        lines.append(f"| {claim.id} ({claim.section}) | {claim.sentence} | {'; '.join(verdicts)} |")
+    return "\n".join(lines)
+
+
+def markdown(df: pd.DataFrame) -> str:
+    text = ["# The paper's claims, decided from the evidence",
+            "Generated by `python -m suite.claims` (every make target runs it after its tables) from the "
+            "tables in this folder, which are built from `evidence/` alone. Readings and rules: "
+            "`suite/claims.py`. A verdict is *reproduced* when every cell a reading looks at agrees with "
+            "the paper, *not reproduced* when none does, *mixed* otherwise; *source* says whether the "
+            "table's evidence is committed or the table is an earlier run's whose evidence is pending.",
+            "## At a glance", glance(df), "## Every budget and variant"]
+    body = df[["claim", "table", "reading", "verdict", "numbers", "source"]]
+    text.append(body.to_markdown(index=False, disable_numparse=True))
+    return "\n\n".join(text) + "\n"
+
+
+BEGIN, END = "<!-- claims: generated by suite/claims.py; do not edit -->", "<!-- /claims -->"
+
+
+def with_glance(text: str, table: str) -> str:
+    """``text`` with the block between the claims markers replaced by ``table``."""
+    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
+    if not pattern.search(text):
+        raise SystemExit(f"error: no claims block ({BEGIN} ... {END}) to fill")
+    return pattern.sub(lambda _: f"{BEGIN}\n{table}\n{END}", text)
+
+
+def write(results: Path, readme: Path | None) -> list[Path]:
+    df = evaluate(results)
+    md, csv = results / "claims.md", results / "claims.csv"
+    write_text_atomic(md, markdown(df))
+    write_text_atomic(csv, df.to_csv(index=False))
+    paths = [md, csv]
+    if readme is not None:
+        write_text_atomic(readme, with_glance(readme.read_text(), glance(df)))
+        paths.append(readme)
+    return paths
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m suite.claims", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--results", type=Path, default=ROOT / "results")
+    p.add_argument("--readme", type=Path, default=ROOT / "README.md", help="whose claims block to fill ('none')")
+    a = p.parse_args(argv)
+    readme = None if str(a.readme) == "none" else a.readme
+    print("wrote " + ", ".join(map(str, write(a.results, readme))), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""The paper's claims as code: rules decide hand-made cells as written, and the committed verdicts
+(results/claims.md, .csv and README.md's block) are what the rules make of the committed tables."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from suite import claims
+from suite.claims import CLAIMS, as_good_as_paper, evaluate, glance, markdown, table1_cells, units_rule, verdict
+
+from .conftest import ROOT
+
+RESULTS = ROOT / "results"
+
+
+def table1(rows):
+    base = {"task": "static", "range": "extrapolation", "model": "nalu", "solved": 0, "seeds": 10}
+    return pd.DataFrame([{**base, **r} for r in rows])
+
+
+def test_a_printed_zero_needs_ours_below_005_and_a_printed_score_at_most_twice_it():
+    df = table1([{"function": "a*b", "paper": "0.0", "ours": 0.04, "median": 9.0},
+                 {"function": "a^2", "paper": "0.0", "ours": 0.06, "median": 0.0},
+                 {"function": "a/b", "paper": "0.7", "ours": 1.4, "median": 1.5}])
+    pick = table1_cells("static", ("nalu",), None, "extrapolation")
+    assert [c.agrees for c in as_good_as_paper("ours", pick)(df)] == [True, False, True]
+    assert [c.agrees for c in as_good_as_paper("median", pick)(df)] == [False, True, False]
+    assert verdict(as_good_as_paper("ours", pick)(df)) == "mixed" and verdict([]) == "not run"
+
+
+def test_most_seeds_solve_reads_only_printed_zeros_and_needs_a_majority():
+    df = table1([{"function": "a*b", "paper": "0.0", "ours": 0.0, "median": 0.0, "solved": 6},
+                 {"function": "a^2", "paper": "0.0", "ours": 0.0, "median": 0.0, "solved": 5},
+                 {"function": "a/b", "paper": "0.7", "ours": 0.0, "median": 0.0, "solved": 10}])
+    checks = claims.most_seeds_solve(table1_cells("static", ("nalu",), None, "extrapolation"))(df)
+    assert [(c.cell, c.agrees) for c in checks] == [("static nalu a*b", True), ("static nalu a^2", False)]
+
+
+def test_a_published_rate_agrees_when_inside_our_wilson_interval_at_their_budget():
+    df = pd.DataFrame([
+        {"function": "a+b", "model": "nau", "solved": 10, "solved_published": 10, "seeds": 10, "paper": 1.0, "steps": 5_000_000},
+        {"function": "a-b", "model": "nmu", "solved": 0, "solved_published": 0, "seeds": 10, "paper": 0.56, "steps": 5_000_000},
+        {"function": "a*b", "model": "nmu", "solved": 0, "solved_published": 0, "seeds": 10, "paper": 0.98, "steps": 50_000},
+    ])
+    checks = units_rule("solved_published")(df)
+    assert [(c.cell, c.agrees, c.shown) for c in checks] == [("a+b nau", True, "10/10"), ("a-b nmu", False, "0/10")]
+
+
+def test_every_claim_names_a_family_of_built_tables_and_every_reading_has_a_rule():
+    from suite.targets import BUILT
+
+    families = {b.name for b in BUILT}
+    assert len(CLAIMS) >= 12 and len({c.id for c in CLAIMS}) == len(CLAIMS)
+    for claim in CLAIMS:
+        assert claim.family in families and claim.readings and claim.sentence
+
+
+def test_the_committed_verdicts_are_what_the_rules_make_of_the_committed_tables():
+    df = evaluate(RESULTS)
+    assert (RESULTS / "claims.md").read_text() == markdown(df)
+    assert (RESULTS / "claims.csv").read_text() == df.to_csv(index=False)
+    readme = (ROOT / "README.md").read_text()
+    assert f"{claims.BEGIN}\n{glance(df)}\n{claims.END}" in readme
+    assert set(df.verdict) <= set(claims.VERDICTS) and not df.empty
+    # every claim is decided somewhere: at least one reading of it has cells in some table
+    assert all((df[df.claim == c.id].verdict != "not run").any() for c in CLAIMS)
+
+
+def test_numbers_name_the_cells_against_the_paper():
+    checks = [claims.Check("a", 1.0, 0.0, False), claims.Check("b", 0.01, 0.0, True), claims.Check("c", math.inf, 2.0, False)]
+    assert claims.numbers(checks) == "1 of 3 agree; against: a 1 (paper 0); c inf (paper 2)"
