@@ -272,7 +272,13 @@ def test_tiny_units_sweep_end_to_end(tmp_path):
 
     df = pd.read_csv(out / "units.csv")
     assert len(df) == 4 and set(df.model) == {"nau", "nmu"} and (df.seeds == 2).all()
-    assert ((df.rate_lo <= df.rate) & (df.rate <= df.rate_hi)).all()
+    # each row's count is its cell's solved seeds, as the evidence records them
+    import json
+
+    evidence = [json.loads(line) for line in (tmp_path / "evidence" / "units.jsonl").read_text().splitlines()]
+    for _, row in df.iterrows():
+        (cell,) = [c for c in evidence if c["model"] == row.model and c["label"] == row.function]
+        assert row.solved == sum(m["solved"] for m in cell["members"]) and row.rate == row.solved / row.seeds
     nmu_mul = df[(df.model == "nmu") & (df.function == "a*b")].iloc[0]
     assert nmu_mul.paper == 0.98  # Madsen & Johansen's rate, beside ours
     md = (out / "units.md").read_text()
