@@ -1,12 +1,19 @@
 """The committed record of a make target: ``results/evidence/<name>.jsonl``, one line per cell.
 
     python -m suite.evidence <name> <sweep dir> [<sweep dir> ...] [--out results/evidence]
+    python -m suite.evidence <name> --restore [--runs multirun]
 
 A line is the cell's ``metrics.json`` (its evidence and provenance, ``suite.record``) with
 ``run``, where its folder was (``<sweep>/<cell>``), in the order the sweeps are given and, within
 one, by folder. Every table, figure and claim is built from these files alone
 (``suite.tables``), so the run folders (curves, checkpoints, wandb files) stay out of git.
 A cell made before cells recorded ``solved_at`` gets it here from its own ``history.csv``.
+
+``--restore`` does the reverse, for a machine that has the evidence but not the run folders (a
+fresh clone, the next sitting of a sweep spread over several): it writes each cell's
+``metrics.json`` back into ``multirun/<run>/`` where none is there, so that the runner finds the
+cell complete and up to date (same config, same numerics version) and its sweep goes on with
+the cells still missing. The curves are not restored: they were never committed.
 """
 
 from __future__ import annotations
@@ -31,8 +38,9 @@ def collect(*sweeps: Path) -> list[dict]:
         if not sweep.is_dir():
             print(f"warning: {sweep} does not exist (run its sweep first)", file=sys.stderr)
             continue
-        for history in sorted(sweep.rglob("history.csv")):
-            folder = history.parent
+        folders = {p.parent for name in ("history.csv", "metrics.json") for p in sweep.rglob(name)}
+        for folder in sorted(folders):
+            history = folder / "history.csv"
             m = read_json(folder / "metrics.json")
             if not (m and m.get("complete")):
                 incomplete.append(folder)
@@ -60,6 +68,23 @@ def write(name: str, sweeps: list[Path], out: Path = EVIDENCE_DIR) -> Path:
     return path
 
 
+def restore(name: str, runs: Path, evidence: Path = EVIDENCE_DIR) -> list[Path]:
+    """Write each cell of ``<evidence>/<name>.jsonl`` back as ``<runs>/<run>/metrics.json`` where
+    the folder has none; returns the files written."""
+    from suite.io import write_json_atomic
+
+    path = Path(evidence) / f"{name}.jsonl"
+    if not path.is_file():
+        raise SystemExit(f"error: {path} does not exist; nothing restored")
+    written = []
+    for cell in load(path):
+        target = Path(runs) / cell["run"] / "metrics.json"
+        if not target.exists():
+            write_json_atomic(target, {k: v for k, v in cell.items() if k != "run"})
+            written.append(target)
+    return written
+
+
 def load(*files: Path) -> list[dict]:
     """The cells of evidence ``files``, in order; a missing file is named and skipped."""
     cells = []
@@ -75,9 +100,17 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m suite.evidence", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("name", help="the evidence file's stem: table1, table1_paper, figure4_builder, ...")
-    p.add_argument("sweeps", type=Path, nargs="+", help="the target's sweep folders (multirun/<sweep>)")
+    p.add_argument("sweeps", type=Path, nargs="*", help="the target's sweep folders (multirun/<sweep>)")
     p.add_argument("--out", type=Path, default=EVIDENCE_DIR)
+    p.add_argument("--restore", action="store_true", help="write the evidence's cells back into --runs")
+    p.add_argument("--runs", type=Path, default=ROOT / "multirun")
     a = p.parse_args(argv)
+    if a.restore:
+        written = restore(a.name, a.runs, a.out)
+        print(f"restored {len(written)} cells of {a.out / a.name}.jsonl into {a.runs}", file=sys.stderr)
+        return
+    if not a.sweeps:
+        p.error("give the target's sweep folders (or --restore)")
     path = write(a.name, a.sweeps, a.out)
     print(f"wrote {path}", file=sys.stderr)
 

@@ -116,3 +116,25 @@ def test_archive_packs_a_targets_run_folders_with_a_manifest_that_checks(tmp_pat
             assert hashlib.sha256(tar.extractfile(arc).read()).hexdigest() == digest
     assert {line.split("  ")[1] for line in manifest} == {
         "evidence/t1.jsonl", "runs/t1/cell/history.csv", "runs/t1/cell/metrics.json"}
+
+
+def test_restored_cells_are_up_to_date_and_the_sweep_goes_on_with_the_missing_ones(workdir):
+    """A fresh machine with the evidence but no run folders: --restore writes the cells back, a dry
+    run finds them up to date, and the sweep runs only a cell the evidence lacks."""
+    import shutil
+
+    from .conftest import TINY_ARITHMETIC
+
+    run = ["-m", "suite.run", "-m", "model=nac", "name=rs"] + TINY_ARITHMETIC
+    cli(run + ["task.op=add,sub"], workdir)
+    cli(["-m", "suite.evidence", "rs", str(workdir / "multirun/rs"), "--out", str(workdir / "ev")], workdir)
+    shutil.rmtree(workdir / "multirun")
+    p = cli(["-m", "suite.evidence", "rs", "--restore", "--out", str(workdir / "ev"), "--runs",
+             str(workdir / "multirun")], workdir)
+    assert "restored 2 cells" in p.stderr
+    dry = cli(run + ["task.op=add,sub,mul", "dry_run=true"], workdir)
+    assert sorted(line for line in dry.stderr.splitlines() if line.startswith("status:")) == [
+        "status: to run: static/mul/nac (not run yet)", "status: up to date: static/add/nac",
+        "status: up to date: static/sub/nac"]
+    again = cli(run + ["task.op=add,sub,mul"], workdir)
+    assert "done static/mul/nac" in again.stderr and "skip static/add/nac" in again.stderr
