@@ -35,7 +35,7 @@ PAPER := $(if $(filter paper,$(BUDGET)),_paper)
 VARIANT ?=
 V := $(if $(VARIANT),_$(VARIANT))
 
-.PHONY: help install data test bench archive reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-units verify clean
+.PHONY: help install data test bench archive reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-protocol-search reproduce-units verify clean
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -96,6 +96,11 @@ reproduce-figure5: install  ## Figure 5: grid-world time tracking, A3C and A3C +
 	$(RUN) -m +experiment=figure5$(V) hydra/launcher=basic $(DRY)
 	$(EVIDENCE) figure5$(V) multirun/figure5$(V)
 	$(call TABLES,figure5$(V))
+
+reproduce-protocol-search: install  ## Table 1's protocol searched against the paper's baseline rows, blind to the NALU: 30 protocols x None, ReLU6, NAC x 6 functions x 3 seeds -> results/protocol_search.*
+	$(RUN) -m +experiment=protocol_search $(SWEEP)
+	$(EVIDENCE) protocol_search multirun/protocol_search
+	$(call TABLES,protocol_search)
 
 reproduce-units: install  ## NAC, NALU, NAU, NMU, iNALU, NPU, RealNPU + baselines, 54 cells x 10 seeds, + 3 longer -> results/units.* (BUDGET=paper: units_paper.*; VARIANT=seeds100: 100 seeds per cell, units_seeds100.*)
 ifeq ($(BUDGET),paper)

@@ -8,6 +8,7 @@ written by ``python -m suite.evidence``) alone: ``python -m suite.tables <what> 
     python -m suite.tables table5 [--evidence FILE...] [--out results]                   (also Figure 1)
     python -m suite.tables figure4 [--evidence FILE...] [--out results] [--name figure4]
     python -m suite.tables figure5 [--evidence FILE...] [--out results] [--name figure5]
+    python -m suite.tables protocol_search [--evidence FILE...] [--out results]
     python -m suite.tables units [--evidence FILE...] [--long units_long] [--out results] [--name units]
     python -m suite.tables curves <run dir> [--out file.png]
     python -m suite.tables build <name> [--out results]      (as its make target: suite.targets)
@@ -36,6 +37,7 @@ SIMPLE = {
     "table5": ("table5", "Table 5 and Figure 1 (identity function)"),
     "figure4": ("figure4", "Figure 4 (program evaluation)"),
     "figure5": ("figure5", "Figure 5 (grid-world time tracking)"),
+    "protocol_search": ("protocol_search", "Table 1's protocol searched against the paper's baseline rows"),
 }
 
 

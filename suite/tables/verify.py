@@ -35,7 +35,8 @@ KEYS = {
     "table5": ["nonlinearity"],
     "figure4": ["kind", "model", "domain", "metric"],
     "figure5": ["agent", "command"],
-    "units": ["function", "model", "steps"],  # the longer budgets' rows share function and model
+    "units": ["function", "model", "steps"],
+    "protocol": ["range", "subset_ratio", "overlap_ratio", "reference"],  # protocol_search: its cells' decades  # the longer budgets' rows share function and model
 }
 
 

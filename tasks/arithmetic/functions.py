@@ -212,6 +212,33 @@ class ArithmeticProblem:
         near = self.fn((1 - epsilon) * a + epsilon * (total - a), (1 - epsilon) * b + epsilon * (total - b))
         return (near - self.fn(a, b)).square().mean(1).float()
 
+    def target_moments(self) -> dict[str, Metrics]:
+        """Per range, each member's target variance (the MSE of predicting the test set's mean)
+        and mean square (of predicting 0): the other references a scaled score may be taken
+        against (``results/protocol_search.md``)."""
+        out: dict[str, Metrics] = {"variance": {}, "mean_square": {}}
+        for name in (INTERPOLATION, EXTRAPOLATION):
+            t = self.sets[name][1][..., 0].double()  # [M, N]
+            out["variance"][name] = t.var(1, unbiased=False).float()
+            out["mean_square"][name] = t.square().mean(1).float()
+        return out
+
+    def least_squares_mse(self, samples: int = 20000) -> Metrics:
+        """Per range, each member's MSE of the affine least-squares fit of its targets on training
+        inputs (static task): what a linear model trained to convergence reaches, exactly (the
+        "None" column's shortcut in ``results/protocol_search.md``)."""
+        x = torch.empty(samples, self.n, dtype=torch.float64)
+        x.uniform_(self.train.low, self.train.high, generator=generator("arithmetic", "least_squares", self.n))
+        design = torch.cat([x, torch.ones(samples, 1, dtype=torch.float64)], 1)  # [S, n + 1]
+        y = self.targets(x.unsqueeze(0).to(self.mask_a.device)).double().cpu()  # [M, S, 1]
+        weights = torch.linalg.lstsq(design.expand(self.members, -1, -1), y).solution  # [M, n + 1, 1]
+        out = {}
+        for name in (INTERPOLATION, EXTRAPOLATION):
+            xs, t = (v.double().cpu() for v in self.sets[name])
+            fit = torch.cat([xs[0], torch.ones(xs.shape[1], 1, dtype=torch.float64)], 1) @ weights  # [M, N, 1]
+            out[name] = (fit - t).square().mean((1, 2)).float()
+        return out
+
     def reference_mse(self, model: nn.Module) -> Metrics:
         """Mean MSE over the members of a randomly initialised ``model``, against each seed's targets."""
         out = {}
@@ -276,9 +303,15 @@ def run_group(cfgs: Sequence[DictConfig], log, recurrent: bool) -> list[dict]:
     ref_model.to(problem.mask_a.device)
     reference = problem.reference_mse(ref_model)
 
+    moments = problem.target_moments()
+    least_squares = None if recurrent else problem.least_squares_mse()
+
     members = result.pop("members")
     for i, m in enumerate(members):
         m["reference"] = {k: float(v[i]) for k, v in reference.items()}
+        m["targets"] = {kind: {k: float(v[i]) for k, v in by_range.items()} for kind, by_range in moments.items()}
+        if least_squares is not None:  # the converged linear fit, for references and the protocol search
+            m["least_squares"] = {k: float(v[i]) for k, v in least_squares.items()}
         # solved: extrapolation MSE at the best validation step below the near-perfect model's
         m["success_threshold"] = float(threshold[i])
         m["solved"] = bool(m["best"][EXTRAPOLATION] < threshold[i])  # NaN: not solved
