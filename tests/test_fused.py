@@ -128,3 +128,29 @@ def test_a_bad_cell_refuses_the_sweep_before_any_cell_runs(workdir):
     assert line.startswith("error: 2 of 4 cells refused, none run: static/pow/nac: unknown op 'pow'")
     assert "static/root/nac: unknown op 'root'" in line
     assert not list(workdir.rglob("metrics.json")) and not list(workdir.rglob("history.csv"))
+
+
+def test_a_nalu_trained_fused_has_the_outcomes_it_has_alone(workdir):
+    """Over all 20 seeds, not one: NALU cells of a+b and a*b trained as one model and each alone
+    reach the same number of seeds that fit their training range (interpolation MSE below 10 for
+    a+b, 1e5 for a*b, about half of them at this budget), each count within the other's 95%
+    Wilson interval (members never interact; only the rounding of products of another shape may
+    differ)."""
+    from nalu.scoring import wilson_interval
+
+    args = ["task=static_arithmetic", "model=nalu", "task.op=add,mul", "seeds=20", "task.steps=3000",
+            "task.eval_every=500", "optimizer.lr=0.01", "progress=false", "task.test_samples=1000",
+            "task.extrapolation_samples=1000", "task.reference.members=4"]
+    counts = {}
+    for launcher in ("fused", "basic"):
+        cli(RUN + args + [f"hydra/launcher={launcher}", f"name={launcher}"], workdir)
+        for p in (workdir / "multirun" / launcher).glob("*/metrics.json"):
+            m = json.loads(p.read_text())
+            fits = 10.0 if m["op"] == "add" else 1e5
+            counts[launcher, m["op"]] = sum(s["best"]["interpolation"] < fits for s in m["members"])
+    for op in ("add", "mul"):
+        fused, alone = counts["fused", op], counts["basic", op]
+        assert 0 < alone < 20, (op, alone)  # the criterion tells seeds apart
+        lo, hi = wilson_interval(alone, 20)
+        flo, fhi = wilson_interval(fused, 20)
+        assert lo <= fused / 20 <= hi and flo <= alone / 20 <= fhi, (op, fused, alone)
