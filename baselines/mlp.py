@@ -78,8 +78,8 @@ class DenseLayer(nn.Module):
         if self.linear.bias is not None:
             self.linear.bias.data[i] = 0.0
 
-    def forward(self, x: Tensor | ensemble.Parts) -> Tensor:
-        return self.act(self.linear(x))  # the activation acts elementwise, in either layout
+    def forward(self, x: Tensor | ensemble.Parts, layout: ensemble.Layout = "eager") -> Tensor:
+        return self.act(self.linear(x, layout))  # the activation acts elementwise, in every layout
 
 
 def MLP(

@@ -15,10 +15,10 @@ Members never interact:
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 from collections.abc import Iterable, Sequence
+from typing import Literal
 
 import torch
 from torch import Tensor, nn
@@ -27,48 +27,26 @@ from nalu.hooks import having
 
 
 SMALL_IN = 4  # input width up to which a compiled per-member product is computed elementwise
-_compiled_layout = False  # see compiled_layout
-_feature_major = False  # see feature_major
 
-
-@contextlib.contextmanager
-def compiled_layout():
-    """Within: the layout a compiled step (``nalu.fast``) traces, which ``torch.compile`` turns into
-    fewer, fused loops, and eager autograd into more, small operations (so the autograd path keeps
-    its own): per-member products of ``SMALL_IN`` inputs or fewer elementwise instead of a batch of
-    tiny GEMMs, and recurrent layers that ``takes_parts`` reading ``(x_t, h_{t-1})`` unconcatenated."""
-    global _compiled_layout
-    before, _compiled_layout = _compiled_layout, True
-    try:
-        yield
-    finally:
-        _compiled_layout = before
-
-
-def in_compiled_layout() -> bool:
-    return _compiled_layout
-
-
-@contextlib.contextmanager
-def feature_major():
-    """Within: inputs given in parts to ``member_matmul`` are feature-major, ``[M|1, in, B]``, and
-    products come out ``[M, out, B]``. A recurrent layer's state is two or so features wide; laid
-    out ``[M, B, 2]`` its elementwise work runs in loops whose innermost dimension is 2, which
-    inductor vectorises with masked 16-lane loads (most of a recurrent step's time); laid out
-    ``[M, 2, B]`` the innermost loop runs over the batch. Used by ``nalu.stack.Stack`` in a
-    compiled step only: the same products, in another memory order."""
-    global _feature_major
-    before, _feature_major = _feature_major, True
-    try:
-        yield
-    finally:
-        _feature_major = before
-
+# How a model lays out its products, an argument of the forward of every layer that ``takes_parts``
+# (the units of ``nalu.units`` that do, ``baselines.mlp.DenseLayer``, ``nalu.stack.Stack``):
+# - "eager": the autograd path's own, whose few large operations eager execution runs best;
+# - "compiled": the layout a compiled step (``nalu.fast``) traces, which ``torch.compile`` turns into
+#   fewer, fused loops: per-member products of ``SMALL_IN`` inputs or fewer elementwise instead of a
+#   batch of tiny GEMMs, no fused bias add, and recurrent stacks reading ``(x_t, h_{t-1})``
+#   unconcatenated and feature-major;
+# - "feature_major": inputs given in parts are ``[M|1, in, B]`` and products come out ``[M, out, B]``.
+#   A recurrent layer's state is two or so features wide; laid out ``[M, B, 2]`` its elementwise
+#   work runs in loops whose innermost dimension is 2, which inductor vectorises with masked
+#   16-lane loads (most of a recurrent step's time); laid out ``[M, 2, B]`` the innermost loop runs
+#   over the batch. ``nalu.stack.Stack`` uses it within the compiled layout.
+# All three compute the same model; they round differently (``tests/test_fast.py``).
+Layout = Literal["eager", "compiled", "feature_major"]
 
 Parts = tuple[Tensor, ...]  # an input given as pieces of its last dimension, e.g. (x_t, h_{t-1})
 
 
-def member_matmul(x: Tensor | Parts, weight: Tensor) -> Tensor:
+def member_matmul(x: Tensor | Parts, weight: Tensor, layout: Layout = "eager") -> Tensor:
     """``x @ weight^T`` per member: ``x`` is ``[M|1, B, in]``, ``weight`` is ``[M, out, in]``.
 
     ``x`` may be a tuple of parts whose widths add up to ``in`` (what a recurrent layer reads,
@@ -76,15 +54,16 @@ def member_matmul(x: Tensor | Parts, weight: Tensor) -> Tensor:
     is then one product for all of them, a member's own narrow state an elementwise one."""
     if isinstance(x, tuple):
         out, start = None, 0
-        product = _feature_major_matmul if _feature_major else member_matmul
+        fm = layout == "feature_major"
         for part in x:
-            width = part.shape[-2 if _feature_major else -1]
-            y = product(part, weight[..., start : start + width])
+            width = part.shape[-2 if fm else -1]
+            w = weight[..., start : start + width]
+            y = _feature_major_matmul(part, w) if fm else member_matmul(part, w, layout)
             out, start = y if out is None else out + y, start + width
         return out
     M, out, inp = weight.shape
     if x.shape[0] == M:
-        if inp <= SMALL_IN and _compiled_layout:  # a few products per output: elementwise, fused
+        if inp <= SMALL_IN and layout != "eager":  # a few products per output: elementwise, fused
             return (x.unsqueeze(2) * weight.unsqueeze(1)).sum(-1)
         return torch.bmm(x, weight.transpose(1, 2))
     if x.shape[0] == 1:  # shared input: one [B, in] @ [in, M*out] product for all members
@@ -151,13 +130,13 @@ class Linear(nn.Module):
         if self.bias is not None:
             self.bias.data[i].uniform_(-bound, bound, generator=g)
 
-    def forward(self, x: Tensor | Parts) -> Tensor:
-        if not _compiled_layout and self.bias is not None and x.shape[0] == self.weight.shape[0]:
+    def forward(self, x: Tensor | Parts, layout: Layout = "eager") -> Tensor:
+        if layout == "eager" and self.bias is not None and x.shape[0] == self.weight.shape[0]:
             return torch.baddbmm(self.bias, x, self.weight.transpose(1, 2))  # fused bias add
-        y = member_matmul(x, self.weight)
+        y = member_matmul(x, self.weight, layout)
         if self.bias is None:
             return y
-        return y + (self.bias.transpose(1, 2) if _feature_major else self.bias)  # [M, out, 1] or [M, 1, out]
+        return y + (self.bias.transpose(1, 2) if layout == "feature_major" else self.bias)  # [M, out, 1] or [M, 1, out]
 
 
 class Embedding(nn.Module):

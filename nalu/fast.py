@@ -24,7 +24,7 @@ ramp does not recompile.
 The autograd path stays the reference: ``tests/test_fast.py`` checks one step of this function
 against one autograd step from the same state, in float64 to 1e-10, for every supported unit,
 and the compiled function against the uncompiled one (float64, 1e-10). The compiled step traces
-its own layout of the same model (``nalu.ensemble.compiled_layout``). Supported are the models of Table 1 and the units table: stacks of NAC, NALU, NAU and
+its own layout of the same model (``layout="compiled"``, ``nalu.ensemble.Layout``). Supported are the models of Table 1 and the units table: stacks of NAC, NALU, NAU and
 NMU, and the MLPs (ReLU6, "None"), feed-forward or recurrent, trained with plain Adam.
 """
 
@@ -37,7 +37,6 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call, grad
 
-from nalu.ensemble import compiled_layout
 from nalu.errors import check_choice
 from nalu.hooks import has_hook, having
 
@@ -70,7 +69,7 @@ class _Objective(nn.Module):
         self.regularized = having(model, "penalty")  # a plain list: not registered again
 
     def forward(self, x: Tensor) -> tuple[Tensor, list[Tensor]]:
-        return self.model(x), [m.penalty() for m in self.regularized]
+        return self.model(x, layout="compiled"), [m.penalty() for m in self.regularized]
 
 
 class CompiledStep:
@@ -134,8 +133,7 @@ class CompiledStep:
         # every parameter shares one step count (torch.optim.Adam keeps equal copies per parameter)
         t = state[0]["step"]
         args = (self.params, [s["exp_avg"] for s in state], [s["exp_avg_sq"] for s in state], t, x, y, alive, scales)
-        with compiled_layout():
-            loss = self._run(args)
+        loss = self._run(args)
         for st in state[1:]:
             st["step"].copy_(t)
         return loss

@@ -30,7 +30,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from nalu.ensemble import count_members, feature_major, in_compiled_layout
+from nalu.ensemble import Layout, count_members
 from nalu.errors import ConfigError, check_choice
 from nalu.units import UNITS
 
@@ -84,15 +84,17 @@ class Stack(nn.Module):
         """The recurrent step: the first layer, or the first ``step_depth`` layers in a chain."""
         return self.layers[0] if self.step_depth == 1 else nn.Sequential(*self.layers[: self.step_depth])
 
-    def forward(self, x: Tensor) -> Tensor:
-        if in_compiled_layout() and takes_parts(self.layers[0]) and self.step_depth == 1:
+    def forward(self, x: Tensor, layout: Layout = "eager") -> Tensor:
+        """``layout`` (``nalu.ensemble.Layout``): "compiled" in a compiled step (``nalu.fast``),
+        whose leading layers that ``takes_parts`` then run feature-major."""
+        if layout != "eager" and takes_parts(self.layers[0]) and self.step_depth == 1:
             return self._forward_feature_major(x)
         layers = list(self.layers)
         if self.recurrent:
-            x = recur(self.recurrent_step(), x, self.state_size)
+            x = recur(self.recurrent_step(), x, self.state_size, layout=layout)
             layers = layers[self.step_depth:]
         for layer in layers:
-            x = layer(x)
+            x = apply(layer, x, layout)
         return x
 
     def per_step(self, x: Tensor) -> Tensor:
@@ -107,33 +109,37 @@ class Stack(nn.Module):
         return h.unflatten(1, (B, T))
 
     def _forward_feature_major(self, x: Tensor) -> Tensor:
-        """The same model as the layout a compiled step traces (``nalu.ensemble.compiled_layout``):
-        the leading layers that ``takes_parts`` read their input in parts and feature-major,
-        ``[M|1, features, B]`` (``nalu.ensemble.feature_major``), so that an input shared by every
-        member is one product for all of them and the elementwise work of a 1- or 2-wide layer
-        loops over the batch; the layers after them get ``[M, B, features]`` as usual."""
+        """The same model in the layout a compiled step traces: the leading layers that
+        ``takes_parts`` read their input in parts and feature-major, ``[M|1, features, B]``
+        (``layout="feature_major"``), so that an input shared by every member is one product for
+        all of them and the elementwise work of a 1- or 2-wide layer loops over the batch; the
+        layers after them get ``[M, B, features]`` in the compiled layout."""
         layers = list(self.layers)
         if self.recurrent:
             h = x.permute(0, 2, 3, 1).contiguous()  # [M|1, T, in, B]
-            with feature_major():
-                h = recur_parts(layers.pop(0), h, self.state_size)
+            h = recur_parts(layers.pop(0), h, self.state_size)
         else:
             h = x.transpose(1, 2)  # [M|1, in, B]
-        with feature_major():
-            while layers and takes_parts(layers[0]):
-                h = layers.pop(0)((h,))
+        while layers and takes_parts(layers[0]):
+            h = layers.pop(0)((h,), layout="feature_major")
         x = h.transpose(1, 2)  # [M, B, features]
         for layer in layers:
-            x = layer(x)
+            x = apply(layer, x, "compiled")
         return x
 
 
 def takes_parts(layer: nn.Module) -> bool:
-    """Whether ``layer`` accepts its input as a tuple of parts (``nalu.ensemble.member_matmul``)."""
+    """Whether ``layer`` accepts its input as a tuple of parts (``nalu.ensemble.member_matmul``),
+    and a ``layout``."""
     return getattr(layer, "takes_parts", False)
 
 
-def recur(step: nn.Module, x: Tensor, state_size: int, every_step: bool = False) -> Tensor:
+def apply(layer: nn.Module, x: Tensor, layout: Layout) -> Tensor:
+    """``layer(x)`` in ``layout``, for a layer that takes one (others have a single layout)."""
+    return layer(x, layout=layout) if layout != "eager" and takes_parts(layer) else layer(x)
+
+
+def recur(step: nn.Module, x: Tensor, state_size: int, every_step: bool = False, layout: Layout = "eager") -> Tensor:
     """Run ``h_t = step([x_t, h_{t-1}])`` over ``x`` of shape ``[M|1, B, T, in]``; return ``h_T``
     (``h_0 = 0``), ``[M, B, state]``, or with ``every_step`` every ``h_t``, ``[M, B, T, state]``."""
     M = count_members(step)
@@ -143,7 +149,7 @@ def recur(step: nn.Module, x: Tensor, state_size: int, every_step: bool = False)
         x_t = x[:, :, t]
         if x_t.shape[0] != M:
             x_t = x_t.expand(M, -1, -1)
-        h = step(torch.cat([x_t, h], dim=-1))
+        h = apply(step, torch.cat([x_t, h], dim=-1), layout)
         if every_step:
             states.append(h)
     return torch.stack(states, dim=2) if every_step else h
@@ -154,7 +160,7 @@ def recur_parts(step: nn.Module, xT: Tensor, state_size: int) -> Tensor:
     the layer reads ``(x_t, h_{t-1})`` unconcatenated, and ``h_T`` comes back ``[M, state, B]``."""
     h = xT.new_zeros(count_members(step), state_size, xT.shape[-1])
     for t in range(xT.shape[1]):
-        h = step((xT[:, t], h))
+        h = step((xT[:, t], h), layout="feature_major")
     return h
 
 

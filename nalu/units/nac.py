@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from nalu.ensemble import glorot_uniform_, init_members, member_matmul, plain_input
+from nalu.ensemble import Layout, glorot_uniform_, init_members, member_matmul, plain_input
 from nalu.units.sparsity import sparsity_error as weights_sparsity_error
 
 
@@ -50,8 +50,8 @@ class NAC(nn.Module):
         return torch.tanh(self.W_hat) * torch.sigmoid(self.M_hat)
 
     @plain_input
-    def forward(self, x: Tensor) -> Tensor:
-        return member_matmul(x, self.W)
+    def forward(self, x: Tensor, layout: Layout = "eager") -> Tensor:
+        return member_matmul(x, self.W, layout)
 
     def sparsity_error(self) -> Tensor:
         """``[M]``: the largest distance of a weight of ``W`` from {-1, 0, 1}."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from nalu.ensemble import elementwise, glorot_uniform_, init_members, member_matmul, plain_input
+from nalu.ensemble import Layout, elementwise, glorot_uniform_, init_members, member_matmul, plain_input
 from nalu.units.nac import NAC
 
 
@@ -40,9 +40,9 @@ class NALU(nn.Module):
         self.nac.init_identity_state(i, n_inputs)
 
     @plain_input
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor, layout: Layout = "eager") -> Tensor:
         W = self.nac.W
-        a = member_matmul(x, W)
-        m = torch.exp(member_matmul(elementwise(lambda t: torch.log(torch.abs(t) + self.eps), x), W))
-        g = torch.sigmoid(member_matmul(x, self.G))
+        a = member_matmul(x, W, layout)
+        m = torch.exp(member_matmul(elementwise(lambda t: torch.log(torch.abs(t) + self.eps), x), W, layout))
+        g = torch.sigmoid(member_matmul(x, self.G, layout))
         return g * a + (1 - g) * m

@@ -31,7 +31,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from nalu.ensemble import init_members, member_matmul, plain_input
+from nalu.ensemble import Layout, init_members, member_matmul, plain_input
 from nalu.units.sparsity import sparsity, sparsity_error
 
 
@@ -70,8 +70,8 @@ class NAU(nn.Module):
         return self.W + (self.W.clamp(self.low, self.high) - self.W).detach()
 
     @plain_input
-    def forward(self, x: Tensor) -> Tensor:
-        return member_matmul(x, self.clamped())
+    def forward(self, x: Tensor, layout: Layout = "eager") -> Tensor:
+        return member_matmul(x, self.clamped(), layout)
 
     def after_step(self, step: int, loss: Tensor) -> None:
         """Project the weights back into their range (the paper's clamping)."""
