@@ -1,0 +1,87 @@
+"""Prose that cannot drift: every number the results overview quotes names its source, a row
+and column of a committed table, and is checked here against it at the precision it is printed.
+
+A quoted number is written ``1.2 [↗](table1.csv "task=static range=extrapolation function=a*b
+model=nalu: ours")``: the value as printed, then a link to the table whose title selects one row
+(``key=value`` pairs) and names a column. In results/README.md every decimal number outside code
+(backticks) is quoted this way."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pandas as pd
+import pytest
+
+from .conftest import ROOT
+
+PAGES = [ROOT / "results" / "README.md", ROOT / "README.md"]
+CITED = re.compile(r"(\S+) \[↗\]\(([\w./]+\.csv) \"([^\"]+)\"\)")
+
+
+def citations() -> list[tuple[str, str, str, str]]:
+    out = []
+    for page in PAGES:
+        for value, table, query in CITED.findall(page.read_text()):
+            out.append((page.name, value, table, query))
+    return out
+
+
+def lookup(table: str, query: str) -> float:
+    keys, _, column = query.rpartition(": ")
+    df = pd.read_csv(ROOT / "results" / table, dtype=str, keep_default_na=False)
+    rows = df
+    for pair in keys.split():
+        k, _, v = pair.partition("=")
+        rows = rows[rows[k] == v]
+    assert len(rows) == 1, f"{table} \"{query}\" selects {len(rows)} rows"
+    return float(rows.iloc[0][column])
+
+
+def agrees(printed: str, actual: float) -> bool:
+    """``printed`` is ``actual`` at the precision it is printed (``>999``: above it; ``12%``: a
+    percentage of a fraction when the column holds one)."""
+    text = printed.strip("*,;.()").replace(",", "")
+    if text.startswith(">"):
+        return actual > float(text[1:])
+    percent = text.endswith("%")
+    text = text.rstrip("%")
+    if text in ("inf", "∞"):
+        return math.isinf(actual)
+    mantissa, _, exponent = text.partition("e")
+    if exponent:  # 1.3e+14: the mantissa's precision, at the exponent's scale
+        actual, text = actual / 10 ** int(exponent), mantissa
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    value = float(text)
+    for candidate in ((actual, 100 * actual) if percent else (actual,)):
+        if abs(round(candidate, decimals) - value) <= 0.5 * 10**-decimals + 1e-12:
+            return True
+    return False
+
+
+def test_the_overview_quotes_numbers_with_their_sources():
+    assert len(citations()) >= 20
+
+
+@pytest.mark.parametrize("page,printed,table,query", citations(), ids=lambda x: str(x)[:40])
+def test_a_quoted_number_is_its_table_row(page, printed, table, query):
+    actual = lookup(table, query)
+    assert agrees(printed, actual), f"{page} quotes {printed} for {table} \"{query}\", which holds {actual!r}"
+
+
+def test_no_decimal_in_the_overview_is_typed_without_a_source():
+    text = (ROOT / "results" / "README.md").read_text()
+    text = re.sub(r"`[^`]*`", "", text)  # code and config values
+    text = CITED.sub("", text)
+    text = re.sub(r"\]\([^)]*\)", "]", text)  # link targets (file names)
+    stray = re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", text)
+    assert not stray, f"decimals without a source in results/README.md: {stray[:10]}"
+
+
+@pytest.mark.parametrize("printed,actual,ok", [("1.2", 1.2269, True), ("1.3", 1.2269, False), (">999", 1e9, True),
+                                               (">999", 99.0, False), ("19%", 0.187, True), ("0.0", 0.04, True),
+                                               ("0.0", 0.06, False), ("inf", math.inf, True),
+                                               ("1.3e+14", 1.2629e14, True), ("1.2e+14", 1.2629e14, False)])
+def test_the_check_reads_printed_precision(printed, actual, ok):
+    assert agrees(printed, actual) == ok
