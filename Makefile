@@ -34,6 +34,9 @@ PAPER := $(if $(filter paper,$(BUDGET)),_paper)
 # outputs results/<target>_<name>.* beside the default ones (make reproduce-figure4 VARIANT=numbers)
 VARIANT ?=
 V := $(if $(VARIANT),_$(VARIANT))
+# VARIANT=protocol<k>: Table 1's static half under the protocol the blind search ranks k-th
+# (configs/experiment/table1_static_protocol<k>.yaml; the search covers the static task only)
+STATIC_ONLY := $(filter protocol%,$(VARIANT))
 
 .PHONY: help install data test bench archive reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-protocol-search reproduce-units verify clean
 
@@ -61,8 +64,8 @@ reproduce-all: data  ## every target below in turn, skipping those up to date; a
 
 reproduce-table1: install  ## Table 1: static + recurrent arithmetic, 10 seeds per cell -> results/table1.* (BUDGET=paper: table1_paper.*; VARIANT=seeds100: NAC and NALU with 100 seeds, table1_seeds100.*)
 	$(RUN) -m +experiment=table1_static$(PAPER)$(V) $(SWEEP)
-	$(RUN) -m +experiment=table1_recurrent$(PAPER)$(V) $(SWEEP)
-	$(EVIDENCE) table1$(PAPER)$(V) multirun/table1_static$(PAPER)$(V) multirun/table1_recurrent$(PAPER)$(V)
+	$(if $(STATIC_ONLY),:,$(RUN) -m +experiment=table1_recurrent$(PAPER)$(V) $(SWEEP))
+	$(EVIDENCE) table1$(PAPER)$(V) multirun/table1_static$(PAPER)$(V) $(if $(STATIC_ONLY),,multirun/table1_recurrent$(PAPER)$(V))
 	$(call TABLES,table1$(PAPER)$(V))
 
 reproduce-table2: data  ## Table 2: MNIST counting + addition, 12 cells x 3 seeds -> results/table2.* (VARIANT=last: supervised after the last digit only; select100: NALU picked on length 100)

@@ -58,8 +58,9 @@ def parser() -> argparse.ArgumentParser:
     t1 = table("table1", "Table 1 (static + recurrent arithmetic)")
     t1.add_argument("--checkpoint", choices=["best", "final"], default="best",
                     help="each seed's weights at its best validation step, or its final weights")
-    t1.add_argument("--reference", choices=["random", "init"], default="random",
-                    help="scale by random reference models, or by each model's own initial state")
+    t1.add_argument("--reference", choices=["random", "init", "variance", "mean_square"], default="random",
+                    help="scale by random reference models, each model's own initial state, or the "
+                         "test targets' variance or mean square")
     t1.add_argument("--solved-below", type=float, default=0.05)
     for name, (_, help_text) in SIMPLE.items():
         table(name, help_text)

@@ -45,6 +45,22 @@ def verdict(ours: float, theirs: float) -> str:
     return f"x{ours / theirs:.2g}" if math.isfinite(ours / theirs) else "worse"
 
 
+REFERENCES = {  # what a scaled score is relative to (--reference)
+    "random": "a randomly initialised reference model",
+    "init": "the same model at initialisation",
+    "variance": "predicting the test targets' mean (their variance)",
+    "mean_square": "predicting 0 (the test targets' mean square)",
+}
+
+
+def reference_mse(member: dict, reference: str, rng: str) -> float:
+    if reference == "random":
+        return member["reference"][rng]
+    if reference == "init":
+        return member["init"][rng]
+    return member["targets"][reference][rng]  # recorded since 2026-12-05
+
+
 def cell_rows(cell: dict, checkpoint: str, reference: str, solved_below: float) -> list[dict]:
     """One row per range: the chosen seed's score and the seed statistics of one cell."""
     members = cell["members"]
@@ -54,8 +70,7 @@ def cell_rows(cell: dict, checkpoint: str, reference: str, solved_below: float) 
     success = sum(m["solved"] for m in members) if all("solved" in m for m in members) else math.nan
     rows = []
     for rng in RANGES:
-        ref_key = "reference" if reference == "random" else "init"
-        ref = np.array([m[ref_key][rng] for m in members])
+        ref = np.array([reference_mse(m, reference, rng) for m in members])
         score = 100 * np.array([m[checkpoint][rng] for m in members]) / ref
         score = np.where(diverged | np.isnan(score), np.inf, score)
         q25, median, q75 = quantiles(score)
@@ -118,8 +133,7 @@ def caption(cells: list[dict], checkpoint: str, reference: str, solved_below: fl
         )
     sel = ("each seed's weights at its lowest interpolation-validation MSE (early stopping)"
            if checkpoint == "best" else "each seed's final weights")
-    ref = ("a randomly initialised reference model" if reference == "random"
-           else "the same model at initialisation")
+    ref = REFERENCES[reference]
     return "\n".join([
         "Scaled error = 100 x MSE(model) / MSE(reference): 0 is perfect, 100 is as bad as "
         f"{ref}. Each cell shows **ours / paper**. Ours is {sel}, for the seed with the lowest "
