@@ -34,6 +34,7 @@ import pandas as pd
 
 from nalu.scoring import wilson_interval
 from suite.io import write_text_atomic
+from suite.tables.verify import within
 from suite.targets import BUILT
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -207,7 +208,7 @@ def units_rule(solved: str) -> Rule:
             lo, hi = wilson_interval(int(r[solved]), int(r.seeds))
             theirs = num(r.paper)
             out.append(Check(f"{r.function} {r.model}", r[solved] / r.seeds, theirs,
-                             bool(lo - 1e-9 <= theirs <= hi + 1e-9), f"{int(r[solved])}/{int(r.seeds)}"))
+                             within(theirs, lo, hi), f"{int(r[solved])}/{int(r.seeds)}"))
         return out
     return rule
 

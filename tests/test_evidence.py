@@ -4,7 +4,6 @@ and the evidence is what the run folders hold."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

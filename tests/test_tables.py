@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from suite.tables import table1, units
+from suite.tables import units
 from suite.tables.common import quantiles
 from suite.tables.table1 import cell_rows, selection_text, verdict
 

@@ -24,7 +24,16 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from suite.tables.common import load_cells, machines, paper, paper_float, require, save_figure, to_markdown, write_table
+from suite.tables import table1
+from suite.tables.common import (
+    load_cells,
+    machines,
+    paper,
+    require,
+    save_figure,
+    to_markdown,
+    write_table,
+)
 from tasks.metrics import EXTRAPOLATION, INTERPOLATION
 
 MODELS = ("none", "relu6", "nac")
@@ -34,9 +43,13 @@ PROTOCOL = ["range", "subset_ratio", "overlap_ratio"]
 
 
 def reference_mse(member: dict, kind: str, rng: str) -> float:
-    if kind == "mlp":
-        return member["reference"][rng]
-    return member["targets"][kind][rng]
+    """``suite.tables.table1.reference_mse``, whose random ReLU6 MLPs are this table's ``mlp``."""
+    return table1.reference_mse(member, "random" if kind == "mlp" else kind, rng)
+
+
+def madsen_johansen(ranked: pd.DataFrame) -> pd.DataFrame:
+    """The rows of Madsen & Johansen's protocol (this suite's default), one per reference."""
+    return ranked[(ranked["range"] == "u1_2") & (ranked.subset_ratio == 0.25) & (ranked.overlap_ratio == 0.5)]
 
 
 def scores(cells: list[dict]) -> pd.DataFrame:
@@ -100,8 +113,8 @@ def plot(ranked: pd.DataFrame, path: Path, caption: str) -> None:
     colours = {"mlp": "tab:blue", "variance": "tab:orange", "mean_square": "tab:green"}
     for kind, g in ranked.groupby("reference"):
         ax.scatter(g["rank"], g.distance, s=14, color=colours[kind], label=f"reference: {kind}")
-    mj = ranked[(ranked["range"] == "u1_2") & (ranked.subset_ratio == 0.25) & (ranked.overlap_ratio == 0.5)
-                & (ranked.reference == "mlp")]
+    mj = madsen_johansen(ranked)
+    mj = mj[mj.reference == "mlp"]
     if len(mj):
         ax.scatter(mj["rank"], mj.distance, s=80, facecolors="none", edgecolors="k",
                    label="Madsen & Johansen's protocol (this suite's default)")
@@ -134,8 +147,7 @@ def build(evidence: Path | list[Path], out: Path, name: str = "protocol_search")
     fmt = lambda x: "inf" if not math.isfinite(x) else f"{x:.3g}"  # noqa: E731
     top = ranked.head(12).drop(columns=["q25", "q75"]).assign(distance=lambda d: d.distance.map(lambda x: f"{x:.3f}"),
                                                               median=lambda d: d["median"].map(lambda x: f"{x:.2f}"))
-    mj = ranked[(ranked["range"] == "u1_2") & (ranked.subset_ratio == 0.25) & (ranked.overlap_ratio == 0.5)].rename(
-        columns={"rank": "at_rank"})
+    mj = madsen_johansen(ranked).rename(columns={"rank": "at_rank"})
     text = ["# Table 1's protocol, calibrated against the paper's baseline rows", caption,
             __doc__.split("\n\n", 1)[1].replace("\n", " ").strip(),
             "## The closest candidates", to_markdown(top),

@@ -27,7 +27,6 @@ import pandas as pd
 from nalu.scoring import wilson_interval
 from suite.io import write_text_atomic
 from suite.tables.common import load_cells, machines, paper, paper_float, require, save_figure, to_markdown
-from tasks.metrics import EXTRAPOLATION
 
 FUNCTIONS = ["a+b", "a-b", "a*b", "a/b", "a^2", "sqrt(a)"]
 UNITS = {"nac": "NAC", "nalu": "NALU", "nau": "NAU", "nmu": "NAU + NMU", "inalu": "iNALU", "npu": "NAU + NPU",

@@ -55,7 +55,7 @@ def _f(x) -> float:
         return math.nan
 
 
-def _within(x: float, lo: float, hi: float) -> bool:
+def within(x: float, lo: float, hi: float) -> bool:
     """``lo <= x <= hi``, up to rounding (a Wilson interval of 10/10 ends at 0.9999999999999999)."""
     return lo - 1e-9 <= x <= hi + 1e-9
 
@@ -67,14 +67,14 @@ def judge(a: pd.Series, b: pd.Series) -> list[tuple[str, str, str]]:
     for median, lo, hi in (("median", "q25", "q75"), ("mae_median", "mae_q25", "mae_q75")):
         if median in a and lo in a and hi in a:
             va, vb = (tuple(_f(r[k]) for k in (median, lo, hi)) for r in (a, b))
-            if not any(math.isnan(v) for v in va + vb) and not (_within(va[0], vb[1], vb[2])
-                                                                   or _within(vb[0], va[1], va[2])):
+            if not any(math.isnan(v) for v in va + vb) and not (within(va[0], vb[1], vb[2])
+                                                                   or within(vb[0], va[1], va[2])):
                 out.append((median, f"{va[0]:.4g} [{va[1]:.4g}, {va[2]:.4g}]", f"{vb[0]:.4g} [{vb[1]:.4g}, {vb[2]:.4g}]"))
     if "solved" in a and "seeds" in a:
         (sa, na), (sb, nb) = ((_f(r["solved"]), _f(r["seeds"])) for r in (a, b))
         if not any(math.isnan(v) for v in (sa, na, sb, nb)) and na > 0 and nb > 0:
             ia, ib = wilson_interval(int(sa), int(na)), wilson_interval(int(sb), int(nb))
-            if not (_within(sa / na, *ib) or _within(sb / nb, *ia)):
+            if not (within(sa / na, *ib) or within(sb / nb, *ia)):
                 out.append(("solved", f"{int(sa)}/{int(na)}", f"{int(sb)}/{int(nb)}"))
     if "mean" in a and "two_sigma" in a:
         (ma, ta), (mb, tb) = ((_f(r["mean"]), _f(r["two_sigma"])) for r in (a, b))
@@ -82,7 +82,7 @@ def judge(a: pd.Series, b: pd.Series) -> list[tuple[str, str, str]]:
             out.append(("mean", f"{ma:.4g} ± {ta:.3g}", f"{mb:.4g} ± {tb:.3g}"))
     elif "mean" in a and "min" in a and "max" in a:
         va, vb = (tuple(_f(r[k]) for k in ("mean", "min", "max")) for r in (a, b))
-        if not any(math.isnan(v) for v in va + vb) and not (_within(va[0], vb[1], vb[2]) or _within(vb[0], va[1], va[2])):
+        if not any(math.isnan(v) for v in va + vb) and not (within(va[0], vb[1], vb[2]) or within(vb[0], va[1], va[2])):
             out.append(("mean", f"{va[0]:.4g} [{va[1]:.4g}, {va[2]:.4g}]", f"{vb[0]:.4g} [{vb[1]:.4g}, {vb[2]:.4g}]"))
     return out
 
