@@ -13,8 +13,9 @@ RUN := $(PY) -m suite.run
 # after its sweeps, a target writes its evidence (results/evidence/<name>.jsonl, one line per cell,
 # committed) and builds its tables and figures from that alone
 EVIDENCE := $(if $(filter 1 true yes,$(DRY_RUN)),: ,$(PY) -m suite.evidence)
-# then the claims' verdicts (results/claims.md, .csv, and README.md's block) from all the tables
-TABLES = $(if $(filter 1 true yes,$(DRY_RUN)),: ,$(PY) -m suite.tables build $(1) && $(PY) -m suite.claims)
+# then the claims' verdicts (results/claims.md, .csv, and README.md's block) from all the tables, and the
+# time each target took (results/timings.md, .csv, and README.md's block) from all the evidence
+TABLES = $(if $(filter 1 true yes,$(DRY_RUN)),: ,$(PY) -m suite.tables build $(1) && $(PY) -m suite.claims && $(PY) -m suite.timings)
 DRY := $(if $(filter 1 true yes,$(DRY_RUN)),dry_run=true progress=false hydra/job_logging=disabled)
 # DEVICE=cuda (or cuda:1): every sweep but figure5's trains there (README, "On a GPU"); the A3C
 # of figure5 runs in CPU worker processes whatever DEVICE says
@@ -59,7 +60,7 @@ test: install  ## run the test suite, its files spread over TEST_JOBS processes 
 bench: install  ## print throughput figures (member-steps per second); DEVICE=cuda measures on the GPU
 	$(PY) scripts/bench.py $(if $(DEVICE),--device $(DEVICE))
 
-reproduce-all: data  ## every target below in turn, skipping those up to date; a summary at the end (about 4.3 h on 2 cores)
+reproduce-all: data  ## every target below in turn, skipping those up to date; a summary at the end (README.md's 'Time here' gives each target's time)
 	$(PY) scripts/reproduce_all.py --jobs $(JOBS)
 
 reproduce-table1: install  ## Table 1: static + recurrent arithmetic, 10 seeds per cell -> results/table1.* (BUDGET=paper: table1_paper.*; VARIANT=seeds100: NAC and NALU with 100 seeds, table1_seeds100.*)

@@ -85,3 +85,17 @@ def test_no_decimal_in_the_overview_is_typed_without_a_source():
                                                ("1.3e+14", 1.2629e14, True), ("1.2e+14", 1.2629e14, False)])
 def test_the_check_reads_printed_precision(printed, actual, ok):
     assert agrees(printed, actual) == ok
+
+
+def test_the_readme_types_no_measured_number():
+    """README.md's times come from the timings block (suite/timings.py) and its results from the
+    claims block (suite/claims.py): outside them, code and cited numbers, it states no decimal and
+    no duration."""
+    text = (ROOT / "README.md").read_text()
+    text = re.sub(r"<!-- (claims|timings): generated.*?<!-- /\1 -->", "", text, flags=re.S)
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    text = re.sub(r"`[^`]*`", "", text)
+    text = CITED.sub("", text)
+    text = re.sub(r"\]\([^)]*\)", "]", text)
+    stray = re.findall(r"(?<![\w.])\d[\d,]*(?:\.\d+)?\s*(?:min|minutes|h|hours|s|seconds)\b|(?<![\w.])\d+\.\d+(?![\w.])", text)
+    assert not stray, f"numbers typed in README.md without a source: {stray[:10]}"

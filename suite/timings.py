@@ -1,0 +1,164 @@
+"""How long each make target took here, from the runs' own wall times (``python -m suite.timings``).
+
+    python -m suite.timings [--results results]    -> results/timings.md, results/timings.csv,
+                                                      and the timings block of README.md
+
+Read from the committed evidence alone (``results/evidence/<name>.jsonl``): every cell records
+``wall_s``, the seconds its training group spent in the runner (the cells fused into one batched
+model share one group and one wall time), and ``sittings``, when each sitting of it started. Per
+entry:
+
+- ``busy_min``: the time during which at least one of its groups was training, gaps of more
+  than ``GAP_S`` between groups left out (a target run in two halves on two days counts the two
+  halves). This is the wall time of its make target, less start-up, evidence and table building,
+  at whatever ``JOBS`` it ran with;
+- ``group_min``: its groups' wall times summed: the time on one core at ``JOBS=1``;
+- ``sittings``: the most sittings any of its groups took. A group resumed from a checkpoint
+  records the wall time of its last sitting only, so where ``sittings`` exceeds 1 both times are
+  lower bounds (``complete`` is false).
+
+Every figure comes from a committed file, so it is the time of the run the tables show, on the
+machine ``cpu`` and ``cores`` name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import re
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from suite.evidence import EVIDENCE_DIR, load
+from suite.io import write_text_atomic
+from suite.targets import BUILT
+
+ROOT = Path(__file__).resolve().parent.parent
+GAP_S = 600  # groups more than ten minutes apart belong to separate sittings of the target
+
+
+def command(name: str) -> str:
+    """The make command that writes evidence ``name``: ``table1_paper`` -> ``make reproduce-table1 BUDGET=paper``."""
+    if name == "protocol_search":
+        return "make reproduce-protocol-search"
+    target, _, rest = name.partition("_")
+    extra = "" if not rest else " BUDGET=paper" if rest == "paper" else f" VARIANT={rest}"
+    return f"make reproduce-{target}{extra}"
+
+
+def started(cell: dict) -> float | None:
+    """When the cell's last sitting started (seconds since the epoch), or None where unrecorded."""
+    stamp = (cell.get("sittings") or [{}])[-1].get("started")
+    return dt.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S%z").timestamp() if stamp else None
+
+
+def groups(cells: list[dict]) -> list[dict]:
+    """One cell per training group: a cell and those it was fused with (same sweep) are one group."""
+    seen, out = set(), []
+    for c in cells:
+        sweep = c["run"].split("/", 1)[0]
+        key = frozenset((sweep, name) for name in (c["cell"], *c.get("fused_with", [])))
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+def busy_seconds(intervals: list[tuple[float, float]], gap: float = GAP_S) -> float:
+    """The length of the union of ``intervals`` once those less than ``gap`` apart are joined."""
+    total, current = 0.0, None
+    for a, b in sorted(intervals):
+        if current and a <= current[1] + gap:
+            current[1] = max(current[1], b)
+        else:
+            total += current[1] - current[0] if current else 0.0
+            current = [a, b]
+    return total + (current[1] - current[0] if current else 0.0)
+
+
+def timing(name: str, cells: list[dict]) -> dict:
+    gs = groups(cells)
+    intervals = [(t, t + g["wall_s"]) for g in gs if (t := started(g)) is not None]
+    sittings = max(len(g.get("sittings") or [None]) for g in gs)
+    env = cells[0].get("environment") or {}
+    last = max((b for _, b in intervals), default=None)
+    return {
+        "evidence": name,
+        "command": command(name),
+        "cells": len(cells),
+        "groups": len(gs),
+        "busy_min": round(busy_seconds(intervals) / 60, 1) if len(intervals) == len(gs) else float("nan"),
+        "group_min": round(sum(g["wall_s"] for g in gs) / 60, 1),
+        "sittings": sittings,
+        "complete": sittings == 1 and len(intervals) == len(gs),
+        "finished": dt.datetime.fromtimestamp(last, dt.timezone.utc).strftime("%Y-%m-%d") if last else "",
+        "cpu": env.get("cpu", ""),
+        "cores": env.get("cores", ""),
+    }
+
+
+def table(evidence: Path = EVIDENCE_DIR) -> pd.DataFrame:
+    """One row per built entry whose evidence is committed, in ``suite.targets`` order."""
+    rows = [timing(b.name, load(path)) for b in BUILT if (path := Path(evidence) / f"{b.name}.jsonl").is_file()]
+    return pd.DataFrame(rows)
+
+
+def minutes(x: float) -> str:
+    if x != x:  # nan
+        return "unrecorded"
+    return f"{x:.0f} min" if x < 90 else f"{x / 60:.1f} h"
+
+
+def glance(df: pd.DataFrame) -> str:
+    lines = ["| command | cells | busy | on one core | sittings | finished |", "|---|---|---|---|---|---|"]
+    for r in df.itertuples():
+        bound = "" if r.complete else " (last sitting)"
+        lines.append(f"| `{r.command}` | {r.cells} | {minutes(r.busy_min)}{bound} | {minutes(r.group_min)}{bound} "
+                     f"| {r.sittings} | {r.finished} |")
+    pending = [b.name for b in BUILT if b.name not in set(df.evidence)]
+    if pending:
+        lines += ["", "Not yet timed (evidence pending): " + ", ".join(f"`{command(n)}`" for n in pending) + "."]
+    return "\n".join(lines)
+
+
+def markdown(df: pd.DataFrame) -> str:
+    return "\n\n".join(["# Time per make target, from the runs' own wall times", __doc__.split("\n\n", 2)[2].strip(),
+                        glance(df)]) + "\n"
+
+
+BEGIN, END = "<!-- timings: generated by suite/timings.py; do not edit -->", "<!-- /timings -->"
+
+
+def with_block(text: str, block: str) -> str:
+    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
+    if not pattern.search(text):
+        raise SystemExit(f"error: no timings block ({BEGIN} ... {END}) to fill")
+    return pattern.sub(lambda _: f"{BEGIN}\n{block}\n{END}", text)
+
+
+def write(results: Path, readme: Path | None) -> list[Path]:
+    df = table(results / "evidence")
+    md, csv = results / "timings.md", results / "timings.csv"
+    write_text_atomic(md, markdown(df))
+    write_text_atomic(csv, df.to_csv(index=False))
+    paths = [md, csv]
+    if readme is not None:
+        write_text_atomic(readme, with_block(readme.read_text(), glance(df)))
+        paths.append(readme)
+    return paths
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m suite.timings", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--results", type=Path, default=ROOT / "results")
+    p.add_argument("--readme", type=Path, default=ROOT / "README.md", help="whose timings block to fill ('none')")
+    a = p.parse_args(argv)
+    readme = None if str(a.readme) == "none" else a.readme
+    print("wrote " + ", ".join(map(str, write(a.results, readme))), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

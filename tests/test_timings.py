@@ -1,0 +1,65 @@
+"""The time each make target took (results/timings.{md,csv} and README.md's block) is what the
+committed evidence records, counted once per training group."""
+
+from __future__ import annotations
+
+import io
+import math
+
+import pandas as pd
+import pytest
+
+from suite import timings
+from suite.timings import busy_seconds, command, groups, timing
+
+from .conftest import ROOT
+
+
+@pytest.mark.parametrize("name,make", [("table1", "make reproduce-table1"),
+                                       ("table1_paper", "make reproduce-table1 BUDGET=paper"),
+                                       ("figure4_builder_long", "make reproduce-figure4 VARIANT=builder_long"),
+                                       ("protocol_search", "make reproduce-protocol-search")])
+def test_an_evidence_name_maps_to_the_make_command_that_writes_it(name, make):
+    assert command(name) == make
+
+
+def test_busy_time_joins_overlapping_and_near_groups_and_leaves_out_long_gaps():
+    # two groups side by side (JOBS=2), one starting 5 min after them, one on another day
+    intervals = [(0, 100), (10, 200), (500, 600), (100_000, 100_060)]
+    assert busy_seconds(intervals, gap=600) == 600 + 60
+    assert busy_seconds(intervals, gap=0) == 200 + 100 + 60
+    assert busy_seconds([]) == 0
+
+
+def cell(run, name, fused_with=(), wall=60.0, started="2026-12-05T10:00:00+0000", sittings=1):
+    return {"run": f"{run}/{name}", "cell": name, "fused_with": list(fused_with), "wall_s": wall,
+            "sittings": [{"started": started}] * sittings, "environment": {"cpu": "x", "cores": 2}}
+
+
+def test_fused_cells_count_as_one_group_and_one_wall_time():
+    cells = [cell("s", "a", ["b"], wall=120), cell("s", "b", ["a"], wall=120), cell("s", "c", wall=60,
+                                                                                 started="2026-12-05T10:00:30+0000")]
+    assert len(groups(cells)) == 2
+    t = timing("table1", cells)
+    assert (t["cells"], t["groups"], t["group_min"], t["busy_min"], t["complete"]) == (3, 2, 3.0, 2.0, True)
+
+
+def test_a_resumed_group_is_marked_as_its_last_sitting_only():
+    t = timing("units_paper", [cell("s", "a", sittings=3), cell("s", "b", sittings=1)])
+    assert t["sittings"] == 3 and not t["complete"]
+    assert "(last sitting)" in timings.glance(pd.DataFrame([t]))
+
+
+def test_a_group_without_a_recorded_start_leaves_the_busy_time_unknown():
+    t = timing("table1_paper", [cell("s", "a", started=None), cell("s", "b")])
+    assert math.isnan(t["busy_min"]) and t["group_min"] == 2.0
+
+
+def test_the_committed_timings_and_the_readme_block_are_what_the_evidence_says():
+    df = timings.table(ROOT / "results" / "evidence")
+    assert len(df) >= 5
+    committed = pd.read_csv(ROOT / "results" / "timings.csv")
+    pd.testing.assert_frame_equal(committed, pd.read_csv(io.StringIO(df.to_csv(index=False))))
+    assert (ROOT / "results" / "timings.md").read_text() == timings.markdown(df)
+    readme = (ROOT / "README.md").read_text()
+    assert f"{timings.BEGIN}\n{timings.glance(df)}\n{timings.END}" in readme
