@@ -6,11 +6,15 @@ from pathlib import Path
 
 import pytest
 import torch
-from omegaconf import OmegaConf
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import DictConfig, OmegaConf
 
 from nalu.ensemble import init_members
 from nalu.errors import ConfigError
-from suite.config import CONFIG_DIR
+from suite.config import CONFIG_DIR, cell_name, resolve_seeds, task_of, validate
 from suite.record import config_hash
 from tasks.cell import build_model, model_factory
 
@@ -19,21 +23,21 @@ from .conftest import compose
 TASKS = sorted(p.stem for p in (CONFIG_DIR / "task").glob("*.yaml"))
 MODELS = sorted(p.stem for p in (CONFIG_DIR / "model").glob("*.yaml"))
 EXPERIMENTS = sorted(p.stem for p in (CONFIG_DIR / "experiment").glob("*.yaml"))
+MAKEFILE = (Path(CONFIG_DIR).parent / "Makefile").read_text()
 SEQUENCE_ONLY = {m for m in MODELS if m.startswith(("lstm", "gru", "ugrnn", "dnc"))}
 # (input features, recurrent) of the model each task builds; MNIST tasks build a recurrent core
 # over 10 encoder features, translation and program_eval one over their token embeddings
 INPUTS = {"identity": (1, False), "static_arithmetic": (100, False), "recurrent_arithmetic": (10, True),
           "mnist_counting": (10, True), "mnist_addition": (10, True), "translation": (256, True),
           "program_eval": (16, True)}
+MODEL_TASKS = sorted(INPUTS)  # the others build their own model: uses_model: false
 
 
-@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("task", MODEL_TASKS)
 @pytest.mark.parametrize("model", MODELS)
 def test_every_task_model_pair_composes_and_builds(task, model):
     cfg = compose([f"task={task}", f"model={model}"])
     OmegaConf.resolve(cfg)  # every interpolation resolves
-    if not cfg.task.get("uses_model", True):
-        return  # the task builds its own model (mnist_parity: the final-layer ablation)
     in_features, recurrent = INPUTS[task]
     factory = model_factory(cfg.model)
     if model in SEQUENCE_ONLY and not recurrent:
@@ -46,11 +50,56 @@ def test_every_task_model_pair_composes_and_builds(task, model):
     assert net(x).shape == (2, 5, 1)
 
 
+@pytest.mark.parametrize("task", TASKS)
+def test_a_cell_is_named_by_its_model_only_where_the_task_uses_one(task):
+    """Tasks that build their own model (the final-layer ablations, the A3C agent) keep one folder
+    per task cell whatever ``model=`` says; the others one per model."""
+    cfg = compose([f"task={task}", "model=nac"])
+    assert callable(task_of(cfg).run)  # its entry names a tasks.Task
+    assert cell_name(cfg) == (f"{cfg.task.cell_name}/nac" if task in MODEL_TASKS else cfg.task.cell_name)
+
+
+def sweep(experiment: str) -> tuple[list[list[str]], DictConfig]:
+    """The cells an experiment sweeps (each its list of overrides, as Hydra's basic sweeper, which
+    the suite's keeping sweeper is, expands ``hydra.sweeper.params``) and its config."""
+    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+        cfg = hydra_compose("config", [f"+experiment={experiment}"], return_hydra_config=True)
+    params = cfg.hydra.sweeper.get("params") or {}
+    overrides = OverridesParser.create().parse_overrides([f"{k}={v}" for k, v in params.items()])
+    return [cell for batch in BasicSweeper.split_arguments(overrides, None) for cell in batch], cfg
+
+
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
-def test_every_experiment_composes(experiment):
-    cfg = compose([f"+experiment={experiment}"])
-    OmegaConf.resolve(cfg)
+def test_every_experiments_sweep_expands_into_cells_the_runner_accepts(experiment):
+    """Its first, middle and last cells pass every refusal the runner and the task make from the
+    config alone (``suite.config.validate``), so no sweep stops on a value no run can use."""
+    cells, cfg = sweep(experiment)
     assert cfg.name in experiment or cfg.name == experiment.replace("_stacks", "")  # stacks share table2's sweep
+    sample = [cells[k] for k in sorted({0, len(cells) // 2, len(cells) - 1})]
+    configs = [compose([f"+experiment={experiment}", *cell]) for cell in sample]
+    validate(configs)
+    assert len({cell_name(c) + str(cell) for c, cell in zip(configs, sample, strict=True)}) == len(sample)
+
+
+# what `make help` (and the README) says a target sweeps, held to its experiments' cells and seeds
+SWEEPS = {"table1": (["table1_static", "table1_recurrent"], "48 cells x 10 seeds", 48, 10),
+          "table2": (["table2", "table2_stacks"], "12 cells x 3 seeds", 12, 3),
+          "table3": (["table3"], "3 models x 4 grid points x 10 seeds", 3 * 4, 10),
+          "table5": (["table5", "table5_units"], "17 models x 100 seeds", 17, 100),
+          "figure4": (["figure4"], "7 models x 2 tasks x 3 seeds", 7 * 2, 3),
+          "units": (["units"], "54 cells x 10 seeds", 54, 10),
+          "protocol-search": (["protocol_search"], "30 protocols x None, ReLU6, NAC x 6 functions x 3 seeds",
+                              30 * 3 * 6, 3)}
+
+
+@pytest.mark.parametrize("target", SWEEPS)
+def test_make_help_says_how_many_cells_and_seeds_a_target_sweeps(target):
+    experiments, said, cells, seeds = SWEEPS[target]
+    help_line = next(line for line in MAKEFILE.splitlines() if line.startswith(f"reproduce-{target}:"))
+    assert said in help_line, help_line
+    sweeps = [sweep(e) for e in experiments]
+    assert sum(len(c) for c, _ in sweeps) == cells
+    assert {len(resolve_seeds(cfg.seeds)) for _, cfg in sweeps} == {seeds}
 
 
 def test_config_hash_ignores_only_presentation_keys():
@@ -64,7 +113,7 @@ def test_config_hash_ignores_only_presentation_keys():
 def test_make_targets_name_existing_experiments():
     """Every experiment file is swept by a make target: by name, as the ``_paper`` variant that
     ``BUDGET=paper`` selects (``+experiment=<name>$(PAPER)``), or as a ``VARIANT=`` of a target."""
-    makefile = (Path(CONFIG_DIR).parent / "Makefile").read_text()
+    makefile = MAKEFILE
     for experiment in EXPERIMENTS:
         base = experiment.removesuffix("_paper")
         parts = experiment.split("_")

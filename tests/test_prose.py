@@ -92,8 +92,8 @@ def test_the_readme_types_no_measured_number():
     claims block (suite/claims.py): outside them, code and cited numbers, it states no decimal and
     no duration."""
     text = (ROOT / "README.md").read_text()
-    text = re.sub(r"<!-- (claims|timings): generated.*?<!-- /\1 -->", "", text, flags=re.S)
-    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    text = re.sub(r"<!-- (claims|timings): generated.*?<!-- /\1 -->", "", text, flags=re.DOTALL)
+    text = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
     text = re.sub(r"`[^`]*`", "", text)
     text = CITED.sub("", text)
     text = re.sub(r"\]\([^)]*\)", "]", text)
