@@ -35,8 +35,9 @@ PAPER := $(if $(filter paper,$(BUDGET)),_paper)
 # outputs results/<target>_<name>.* beside the default ones (make reproduce-figure4 VARIANT=numbers)
 VARIANT ?=
 V := $(if $(VARIANT),_$(VARIANT))
-# VARIANT=protocol<k>: Table 1's static half under the protocol the blind search ranks k-th
-# (configs/experiment/table1_static_protocol<k>.yaml; the search covers the static task only)
+# VARIANT=protocol<k>: Table 1's static half under the k-th best data protocol of the blind search (its
+# input range, subsets and overlap; configs/experiment/table1_static_protocol<k>.yaml; protocol1_seeds100:
+# its NAC and NALU with 100 seeds); the search covers the static task only
 STATIC_ONLY := $(filter protocol%,$(VARIANT))
 
 .PHONY: help install data test bench archive reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-protocol-search reproduce-units verify clean

@@ -10,7 +10,7 @@ import pytest
 
 from suite.tables.protocol_search import CAP, decades_outside, distances
 
-from .conftest import TINY_ARITHMETIC, build_table, cli
+from .conftest import ROOT, TINY_ARITHMETIC, build_table, cli, compose
 
 
 @pytest.mark.parametrize("ours,printed,decades", [
@@ -47,3 +47,16 @@ def test_tiny_protocol_search_end_to_end_never_runs_the_nalu(workdir):
     md = (out / "protocol_search.md").read_text()
     assert "Madsen & Johansen's protocol" in md and "| nalu " not in md
     assert not list((workdir / "multirun/protocol_search").glob("*model=nalu*"))
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_table1_under_protocol_k_uses_the_kth_best_data_protocol_of_the_committed_search(k):
+    """VARIANT=protocol<k> is chosen from the baselines alone: the k-th distinct (range, subsets,
+    overlap) in the committed ranking, whichever reference ranked it; its seeds100 variant the same data."""
+    ranked = pd.read_csv(ROOT / "results" / "protocol_search.csv")
+    data = ranked.drop_duplicates(["range", "subset_ratio", "overlap_ratio"]).iloc[k - 1]
+    names = [f"table1_static_protocol{k}", *(["table1_static_protocol1_seeds100"] if k == 1 else [])]
+    for name in names:
+        task = compose([f"+experiment={name}"]).task
+        assert (task.range, task.subset_ratio, task.overlap_ratio) == (data["range"], data.subset_ratio,
+                                                                         data.overlap_ratio), name
