@@ -23,6 +23,8 @@ the median and spread over seeds, success counts and the paper's value beside ou
 from __future__ import annotations
 
 import argparse
+import functools
+import json
 import math
 import re
 import sys
@@ -285,18 +287,35 @@ def tables_of(family: str, results: Path) -> list[str]:
     return [n for n in names if (results / f"{n}.csv").is_file()]
 
 
+@functools.cache
+def protocol(evidence: Path) -> str:
+    """The static task's data protocol of a table's evidence ('U[1, 2], subsets 0.25, overlap 0.5':
+    the training range of the inputs, the share of them that ``a`` and ``b`` each sum, and how much
+    the two subsets overlap), or '' where it has no static arithmetic cell."""
+    if not evidence.is_file():
+        return ""
+    with open(evidence) as f:
+        for line in f:
+            task = json.loads(line)["config"]["task"]
+            if task["name"] == "static_arithmetic":
+                lo, hi = task["interpolation"]["low"], task["interpolation"]["high"]
+                return f"U[{lo:g}, {hi:g}], subsets {task['subset_ratio']:g}, overlap {task['overlap_ratio']:g}"
+    return ""
+
+
 def evaluate(results: Path) -> pd.DataFrame:
     rows = []
     for claim in CLAIMS:
         for name in tables_of(claim.family, results):
             df = pd.read_csv(results / f"{name}.csv")
-            source = "evidence" if (results / "evidence" / f"{name}.jsonl").is_file() else "earlier run"
+            evidence = results / "evidence" / f"{name}.jsonl"
+            source = "evidence" if evidence.is_file() else "earlier run"
             for reading in claim.readings:
                 checks = reading.rule(df)
                 rows.append({"claim": claim.id, "section": claim.section, "paper_says": claim.sentence,
-                             "table": name, "reading": reading.name, "verdict": verdict(checks),
-                             "agree": sum(c.agrees for c in checks), "cells": len(checks),
-                             "numbers": numbers(checks), "source": source})
+                             "table": name, "protocol": protocol(evidence), "reading": reading.name,
+                             "verdict": verdict(checks), "agree": sum(c.agrees for c in checks),
+                             "cells": len(checks), "numbers": numbers(checks), "source": source})
     return pd.DataFrame(rows)
 
 
@@ -320,9 +339,12 @@ def markdown(df: pd.DataFrame) -> str:
             "tables in this folder, which are built from `evidence/` alone. Readings and rules: "
             "`suite/claims.py`. A verdict is *reproduced* when every cell a reading looks at agrees with "
             "the paper, *not reproduced* when none does, *mixed* otherwise; *source* says whether the "
-            "table's evidence is committed or the table is an earlier run's whose evidence is pending.",
+            "table's evidence is committed or the table is an earlier run's whose evidence is pending; "
+            "*protocol*, for the tables of the static task, its data: the inputs' training range, the share "
+            "of them that a and b each sum, and how much the two overlap (Madsen & Johansen's U[1, 2], "
+            "0.25, 0.5 by default; the others from Table 1's protocol search, `results/protocol_search.md`).",
             "## At a glance", glance(df), "## Every budget and variant"]
-    body = df[["claim", "table", "reading", "verdict", "numbers", "source"]]
+    body = df[["claim", "table", "protocol", "reading", "verdict", "numbers", "source"]]
     text.append(body.to_markdown(index=False, disable_numparse=True))
     return "\n\n".join(text) + "\n"
 

@@ -71,3 +71,14 @@ def test_the_committed_verdicts_are_what_the_rules_make_of_the_committed_tables(
 def test_numbers_name_the_cells_against_the_paper():
     checks = [claims.Check("a", 1.0, 0.0, False), claims.Check("b", 0.01, 0.0, True), claims.Check("c", math.inf, 2.0, False)]
     assert claims.numbers(checks) == "1 of 3 agree; against: a 1 (paper 0); c inf (paper 2)"
+
+
+def test_a_static_tables_protocol_is_read_from_its_evidence():
+    """The claims' protocol column: Madsen & Johansen's data by default, the searched one where a
+    variant ran under it, nothing for tables of other tasks."""
+    evidence = RESULTS / "evidence"
+    assert claims.protocol(evidence / "table1.jsonl") == "U[1, 2], subsets 0.25, overlap 0.5"
+    assert claims.protocol(evidence / "table1_protocol1.jsonl") == "U[0.1, 1], subsets 0.02, overlap 0"
+    assert claims.protocol(evidence / "table3.jsonl") == "" and claims.protocol(evidence / "absent.jsonl") == ""
+    df = evaluate(RESULTS)
+    assert set(df[df.table == "table1_protocol1"].protocol) == {"U[0.1, 1], subsets 0.02, overlap 0"}
