@@ -97,8 +97,9 @@ reproduce-figure4: install  ## Figure 4: program evaluation, 7 models x 2 tasks 
 	$(EVIDENCE) figure4$(V) multirun/figure4$(V)
 	$(call TABLES,figure4$(V))
 
-reproduce-figure5: install  ## Figure 5: grid-world time tracking, A3C and A3C + NAC x 3 seeds -> results/figure5.* (VARIANT=wirings: the NAC as the clock)
+reproduce-figure5: install  ## Figure 5: grid-world time tracking, A3C and A3C + NAC x 3 seeds -> results/figure5.* (VARIANT=wirings: the NAC as the clock; late_zero: the paper's scoring, not arriving scores 0, 5 seeds run twice)
 	$(RUN) -m +experiment=figure5$(V) hydra/launcher=basic $(DRY)
+	$(if $(wildcard configs/experiment/figure5$(V)_a3c.yaml),$(RUN) -m +experiment=figure5$(V)_a3c hydra/launcher=basic $(DRY))
 	$(EVIDENCE) figure5$(V) multirun/figure5$(V)
 	$(call TABLES,figure5$(V))
 

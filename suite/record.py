@@ -10,7 +10,8 @@ MLflow and W&B: record the commit, the config and the machine; rerun because the
 change, not because a file did. ``force=true`` reruns a cell anyway.
 
 What a cell records beside its task's results (``record``):
-- ``config_hash`` (``config_hash``: the resolved config less ``NOT_HASHED``) and ``numerics``;
+- ``config_hash`` (``config_hash``: the resolved config less ``NOT_HASHED``, and less a key added
+  later while it holds the value that computes as before, ``NEUTRAL``) and ``numerics``;
 - provenance, for diagnosis only: the git commit and whether the code tree was dirty, the digests
   of the modules the cell imported (``suite.provenance``; a dry run names those that differ now),
   the machine (``suite.machine``), the sittings of a run resumed from checkpoints;
@@ -37,14 +38,29 @@ NOT_HASHED = ("logger", "progress", "force", "threads", "name", "data_dir", "flu
               "checkpoint_every_s")
 
 
+# keys added after cells were made, each with the value that computes what those cells computed:
+# at that value a key is left out of the hash, so the new knob keeps every finished cell up to date
+# and only a cell that sets it otherwise is new (add a key here with the commit that adds it)
+NEUTRAL = {
+    ("replicate",): 0,  # configs/config.yaml: an independent rerun of a cell
+    ("task", "env", "late_reward"): -1.0,  # configs/task/gridworld_time.yaml: the reward for not arriving
+}
+
+
 def config_hash(cfg: DictConfig) -> str:
-    """The cell's identity: a digest of its resolved config less ``NOT_HASHED`` and the task's
-    ``entry`` (which names the code that runs it, not what it computes)."""
+    """The cell's identity: a digest of its resolved config less ``NOT_HASHED``, the task's
+    ``entry`` (which names the code that runs it, not what it computes) and the ``NEUTRAL`` keys
+    that hold their neutral value."""
     data = OmegaConf.to_container(cfg, resolve=True)
     for key in NOT_HASHED:
         data.pop(key, None)
     if isinstance(data.get("task"), dict):
         data["task"].pop("entry", None)
+    for path, value in NEUTRAL.items():
+        *parents, leaf = path
+        node = functools.reduce(lambda d, k: d.get(k) if isinstance(d, dict) else None, parents, data)
+        if isinstance(node, dict) and leaf in node and node[leaf] == value:
+            del node[leaf]
     return hashlib.sha256(OmegaConf.to_yaml(OmegaConf.create(data)).encode()).hexdigest()[:16]
 
 

@@ -10,7 +10,7 @@ from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from nalu.ensemble import init_members
 from nalu.errors import ConfigError
@@ -122,3 +122,23 @@ def test_make_targets_name_existing_experiments():
                 or f"+experiment={base}_paper " in makefile or f"+experiment={base}$(PAPER)$(V) " in makefile
                 or any(f"+experiment={t}$(V) " in makefile or f"+experiment={t}$(PAPER)$(V) " in makefile
                        for t in targets)), experiment
+
+
+def test_a_knob_added_later_keeps_finished_cells_at_its_neutral_value():
+    """A key of suite.record.NEUTRAL at the value that computes as before hashes like a config made
+    before the key existed (finished cells stay up to date); any other value is a new cell."""
+    def without(cfg, *path):
+        cfg = cfg.copy()
+        with open_dict(cfg):
+            node = cfg
+            for key in path[:-1]:
+                node = node[key]
+            del node[path[-1]]
+        return cfg
+
+    base = compose(["task=gridworld_time"])
+    assert base.replicate == 0 and base.task.env.late_reward == -1.0
+    before = without(without(base, "replicate"), "task", "env", "late_reward")  # as cells made earlier
+    assert config_hash(base) == config_hash(before)
+    assert config_hash(compose(["task=gridworld_time", "replicate=1"])) != config_hash(before)
+    assert config_hash(compose(["task=gridworld_time", "task.env.late_reward=0.0"])) != config_hash(before)

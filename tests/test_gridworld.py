@@ -77,6 +77,22 @@ def test_arriving_early_or_late_is_penalised():
     assert always.step(PASS)[0]["command"][0] == 6
 
 
+def test_under_the_papers_scoring_not_arriving_scores_zero_and_arriving_early_still_costs():
+    env = GridWorldTime(size=5, commands=(6, 6), max_distance=4, late_reward=0.0)
+    reward, info, t = play(env, lambda e: PASS, seed=1)
+    assert (reward, info["outcome"], t) == (0.0, "late", 6)
+    reward, info, _ = play(env, _walk, seed=1)
+    assert (reward, info["outcome"]) == (-1.0, "early")
+    reward, info, _ = play(env, GridWorldTime.optimal_action, seed=1)
+    assert (reward, info["outcome"]) == (1.0, "on_time")
+
+
+@pytest.mark.parametrize("late_reward", [1.0, -1.5])
+def test_a_late_reward_outside_minus_one_to_one_is_refused(late_reward):
+    with pytest.raises(ConfigError, match="late_reward"):
+        GridWorldTime(late_reward=late_reward)
+
+
 def _walk(env: GridWorldTime) -> int:
     """Head straight for the target, whatever the time."""
     (r, c), (tr, tc) = env._agent, env._target
@@ -241,6 +257,33 @@ def test_countdown_needs_the_command_shown_once(tmp_path):
     p = cli(RUN + ["task.agent=a3c_nac", "task.agent_net.nac_wiring=countdown", "task.env.show_command=always",
                    "progress=false"], tmp_path, check=False)
     assert p.returncode == 2 and "use task.env.show_command=first" in p.stderr.strip().splitlines()[-1]
+
+
+def figure5_cell(agent: str, replicate: int, rewards: list[float]) -> dict:
+    from tasks import metrics
+
+    return {"task": "gridworld_time", "agent": agent, "config": {"replicate": replicate}, "train_commands": [5, 6],
+            "commands": [6], "frames": 100, "seeds": list(range(len(rewards))),
+            "members": [{"final": {metrics.reward(6): r, metrics.early(6): 0.0}, "diverged": False} for r in rewards]}
+
+
+def test_figure5_pools_the_reruns_of_an_agent_and_reports_how_far_apart_they_lie():
+    from suite.tables.figure5 import rows
+
+    df = rows([figure5_cell("a3c", 0, [1.0, 0.0]), figure5_cell("a3c", 1, [0.0, -1.0]),
+               figure5_cell("a3c_nac", 0, [0.5])])
+    a3c, nac = df[df.agent == "a3c"].iloc[0], df[df.agent == "a3c_nac"].iloc[0]
+    assert (a3c.seeds, a3c.reruns, a3c["mean"], a3c.rerun_spread, a3c["min"], a3c["max"]) == (4, 2, 0.0, 1.0, -1.0, 1.0)
+    assert (nac.seeds, nac.reruns, nac.rerun_spread) == (1, 1, 0.0)
+
+
+def test_figure5_refuses_two_cells_of_one_agent_and_rerun(tmp_path):
+    from suite.tables.figure5 import build
+
+    evidence = tmp_path / "figure5.jsonl"
+    evidence.write_text("".join(json.dumps(c) + "\n" for c in (figure5_cell("a3c", 1, [0.0]), figure5_cell("a3c", 1, [1.0]))))
+    with pytest.raises(SystemExit, match="more than one cell for agent.s. a3c"):
+        build(evidence, tmp_path / "out")
 
 
 def test_tiny_figure5_wirings_end_to_end(tmp_path):

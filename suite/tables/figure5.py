@@ -3,7 +3,8 @@
 For each agent (A3C, A3C + NAC): the mean over seeds of the average reward of the evaluation
 episodes at every command, with the band from the worst to the best seed; the training commands
 are shaded. The paper's curves, read off its figure (``results/paper/figure5.csv``, approximate),
-are drawn beside ours. Every seed is in the mean: a seed that diverged is frozen where it was
+are drawn beside ours. Every seed is in the mean (of every rerun, where an agent ran more than
+once: ``replicate``; the table gives how far the reruns' means lie apart): a seed that diverged is frozen where it was
 (``tasks.gridworld.a3c``), evaluated like the others, and counted in the legend and the CSV.
 """
 
@@ -32,18 +33,34 @@ def agent_key(cell: dict) -> str:
     return cell["agent"] if wiring in (None, "beside") else f"{cell['agent']}:{wiring}"
 
 
+def replicate(cell: dict) -> int:
+    """Which independent rerun of its config the cell is (``replicate``; 0 for cells made before the key)."""
+    return int(cell["config"].get("replicate", 0))
+
+
 def rows(cells: list[dict]) -> pd.DataFrame:
+    """One row per agent and command: every seed of every rerun of the agent pooled (mean, worst,
+    best), and how far the reruns' own means lie apart (``rerun_spread``: A3C's asynchronous
+    workers do not repeat, so one rerun of the same seeds scores differently)."""
     out = []
+    by_agent: dict[str, list[dict]] = {}
     for c in cells:
-        members = c["members"]
-        for cmd in c["commands"]:
-            v = np.array([m["final"][metrics.reward(cmd)] for m in members], dtype=float)
-            early = np.array([m["final"][metrics.early(cmd)] for m in members], dtype=float)
-            lo, hi = c["train_commands"]
-            out.append({"agent": agent_key(c), "command": cmd, "mean": v.mean(), "min": v.min(), "max": v.max(),
-                        "early_pct": early.mean(), "in_training": lo <= cmd <= hi, "seeds": len(members),
-                        "diverged": sum(m["diverged"] for m in members), "frames": c["frames"]})
-    cols = ["agent", "command", "mean", "min", "max", "early_pct", "in_training", "seeds", "diverged", "frames"]
+        by_agent.setdefault(agent_key(c), []).append(c)
+    for agent, group in by_agent.items():
+        c0 = group[0]
+        lo, hi = c0["train_commands"]
+        for cmd in c0["commands"]:
+            runs = [np.array([m["final"][metrics.reward(cmd)] for m in c["members"]], dtype=float) for c in group]
+            v = np.concatenate(runs)
+            early = np.array([m["final"][metrics.early(cmd)] for c in group for m in c["members"]], dtype=float)
+            means = [r.mean() for r in runs]
+            out.append({"agent": agent, "command": cmd, "mean": v.mean(), "min": v.min(), "max": v.max(),
+                        "early_pct": early.mean(), "in_training": lo <= cmd <= hi, "seeds": len(v),
+                        "reruns": len(group), "rerun_spread": max(means) - min(means),
+                        "diverged": sum(m["diverged"] for c in group for m in c["members"]),
+                        "frames": c0["frames"]})
+    cols = ["agent", "command", "mean", "min", "max", "early_pct", "in_training", "seeds", "reruns", "rerun_spread",
+            "diverged", "frames"]
     return pd.DataFrame(out, columns=cols)
 
 
@@ -99,24 +116,28 @@ def build(evidence: Path | list[Path], out: Path, name: str = "figure5") -> list
     evidence = [evidence] if isinstance(evidence, Path | str) else list(evidence)
     cells = require([c for c in load_cells(*evidence) if c["task"] == "gridworld_time"], "grid-world", evidence,
                     "reproduce-figure5")
-    agents = [agent_key(c) for c in cells]
+    agents = [(agent_key(c), replicate(c)) for c in cells]
     if len(set(agents)) != len(agents):
-        dup = sorted({a for a in agents if agents.count(a) > 1})
+        dup = sorted({a for a, r in agents if agents.count((a, r)) > 1})
         raise SystemExit(f"error: {', '.join(map(str, evidence))} hold more than one cell for agent(s) {', '.join(dup)}; "
-                         f"give evidence with one cell per agent and wiring")
+                         f"give evidence with one cell per agent, wiring and rerun (replicate)")
     df = rows(cells)
     caption, train = "no cells were run", (5, 12)
     if cells:
         c0 = cells[0]
         t = c0["config"]["task"]
         train = tuple(c0["train_commands"])
-        frames = ", ".join(f"{AGENTS.get(agent_key(c), agent_key(c))} {c['frames']:,}" for c in cells)
+        frames = ", ".join(f"{AGENTS.get(a, a)} {c['frames']:,}" for a, c in {agent_key(c): c for c in cells}.items())
         lr = c0["config"]["optimizer"]["lr"]
+        reruns = int(df.reruns.max())
+        again = (f" Each agent ran {reruns} times over the same seeds (replicate=0..{reruns - 1}), all pooled; "
+                 f"the reruns' means lie up to {df.rerun_spread.max():.2f} apart at one command." if reruns > 1 else "")
         caption = (f"Trained with A3C ({t['a3c']['workers']} workers, lr {lr}) on commands "
                    f"U{{{train[0]}..{train[1]}}}, {t['env']['size']}x{t['env']['size']} grid; frames per seed: "
-                   f"{frames}. Mean over {len(c0['seeds'])} seeds, band from worst to best seed; "
+                   f"{frames}. Not arriving scores {t['env'].get('late_reward', -1.0):g}, arriving early -1. "
+                   f"Mean over {int(df.seeds.max())} seeds, band from worst to best seed; "
                    f"{t['eval']['episodes']} {'greedy' if t['eval']['greedy'] else 'sampled'} episodes per "
-                   f"command.")
+                   f"command.{again}")
     out.mkdir(parents=True, exist_ok=True)
     png, csv, md = out / f"{name}.png", out / f"{name}.csv", out / f"{name}.md"
     plot(df, png, train, caption)

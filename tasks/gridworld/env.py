@@ -12,9 +12,15 @@ Dynamics and rewards (the paper gives the task, not these details; they are ours
 - the target and the start are drawn at reset, the start at Manhattan distance 1..``max_distance``
   from the target, so every command ``T >= max_distance`` can be met;
 - stepping onto the target before step ``T`` ends the episode with reward -1 (early);
-- at step ``T`` the episode ends with +1 if the agent stands on the target, else -1 (late);
+- at step ``T`` the episode ends with +1 if the agent stands on the target, else ``late_reward``
+  (-1 by default: late);
 - every other step gives 0. An episode thus lasts at most ``T`` steps and its return is +1 or -1,
   so the average episode reward spans [-1, 1], the range of the paper's Figure 5.
+
+``late_reward=0`` is the paper's scoring as its Figure 5 reads: the A3C + NAC curve sits at exactly
+0 beyond command 21 or so and never below, and the text says that agent "failed to arrive", so
+an agent that has not arrived scores 0 there; arriving early still scores -1. Under it waiting is
+safe, under ours it is not.
 
 A policy that waits ``T - d`` steps and then walks the ``d`` steps of a shortest path scores +1 on
 every episode (``optimal_action``).
@@ -47,6 +53,7 @@ class GridWorldTime(gym.Env):
         commands: tuple[int, int] = (5, 12),
         max_distance: int = 4,
         show_command: str = "first",
+        late_reward: float = -1.0,
         render_mode: str | None = None,
     ):
         lo, hi = int(commands[0]), int(commands[1])
@@ -58,7 +65,10 @@ class GridWorldTime(gym.Env):
         if not max_distance <= lo <= hi <= MAX_COMMAND:
             raise ConfigError(f"commands must satisfy max_distance ({max_distance}) <= low <= high so that "
                               f"every episode can be won (and high <= {MAX_COMMAND}), got [{lo}, {hi}]")
+        if not -1.0 <= late_reward < 1.0:
+            raise ConfigError(f"late_reward must be in [-1, 1), below the +1 of arriving on time, got {late_reward}")
         self.size, self.commands, self.max_distance = size, (lo, hi), max_distance
+        self.late_reward = float(late_reward)
         self.show_command = check_choice("show_command", show_command, ("first", "always"))
         if render_mode is not None:
             check_choice("render_mode", render_mode, self.metadata["render_modes"])
@@ -101,7 +111,7 @@ class GridWorldTime(gym.Env):
         if self._t < self._command:
             reward, done, outcome = (-1.0, True, "early") if on_target else (0.0, False, None)
         else:
-            reward, done, outcome = (1.0, True, "on_time") if on_target else (-1.0, True, "late")
+            reward, done, outcome = (1.0, True, "on_time") if on_target else (self.late_reward, True, "late")
         info = self._info()
         if outcome:
             info["outcome"] = outcome
