@@ -76,10 +76,10 @@ reproduce-table2: data  ## Table 2: MNIST counting + addition, 12 cells x 3 seed
 	$(EVIDENCE) table2$(V) multirun/table2$(V)
 	$(call TABLES,table2$(V))
 
-reproduce-table3: install  ## Table 3 + Figure 3: number words to number, 3 models x 4 grid points x 10 seeds -> results/table3.*, figure3.* (BUDGET=paper: 300k steps, table3_paper.*)
-	$(RUN) -m +experiment=table3$(PAPER) $(SWEEP)
-	$(EVIDENCE) table3$(PAPER) multirun/table3$(PAPER)
-	$(call TABLES,table3$(PAPER))
+reproduce-table3: install  ## Table 3 + Figure 3: number words to number, 3 models x 4 grid points x 10 seeds -> results/table3.*, figure3.* (BUDGET=paper: 300k steps, table3_paper.*; BUDGET=paper VARIANT=grid: the whole grid at 300k; VARIANT=tf_init: TensorFlow's LSTM initialisation)
+	$(RUN) -m +experiment=table3$(PAPER)$(V) $(SWEEP)
+	$(EVIDENCE) table3$(PAPER)$(V) multirun/table3$(PAPER)$(V)
+	$(call TABLES,table3$(PAPER)$(V))
 
 reproduce-table4: data  ## Table 4: counting even MNIST digits (Segui et al.), 7 final layers + Segui's softmax head x 5 seeds -> results/table4.* (VARIANT=parity: our 4-digit parity)
 	$(RUN) -m +experiment=table4$(V) $(SWEEP)

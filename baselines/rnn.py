@@ -1,7 +1,12 @@
 """Gated recurrent baselines (LSTM, GRU, UGRNN) with a linear read-out, batched over seeds.
 
 The LSTM and GRU equations are those of ``torch.nn.LSTM`` / ``torch.nn.GRU`` (Hochreiter &
-Schmidhuber 1997; Cho et al. 2014), as is the initialisation ``U(-1/sqrt(H), 1/sqrt(H))``. The
+Schmidhuber 1997; Cho et al. 2014), as is the initialisation ``U(-1/sqrt(H), 1/sqrt(H))``
+(``init="torch"``). ``init="tensorflow"`` is TensorFlow's default LSTM construction (Keras'
+``LSTM``), which the paper's authors recall using for Table 3 (stable-nalu's
+``nalu-author-comments.tex``): input weights Glorot-uniform, ``U(-a, a)`` with
+``a = sqrt(6 / (in + gates * H))``; recurrent weights orthogonal (the ``gates * H x H`` matrix has
+orthonormal columns); biases 0, the forget gate's 1 (``unit_forget_bias``). The
 UGRNN (update-gate RNN; Collins, Sohl-Dickstein & Sussillo 2017, "Capacity and trainability in
 recurrent neural networks", Section 2) has one gate that interpolates between the old state and a
 tanh candidate::
@@ -30,6 +35,7 @@ from nalu.errors import ConfigError, check_choice
 from nalu.units import UNITS
 
 GATES = {"lstm": 4, "gru": 3, "ugrnn": 2}
+INITS = ("torch", "tensorflow")
 READOUTS = ("linear", *UNITS)
 
 
@@ -44,9 +50,10 @@ def make_readout(kind: str, in_features: int, out_features: int, members: int) -
 class GatedCell(nn.Module):
     """One LSTM, GRU or UGRNN step for every member: ``state -> state`` given ``x_t``."""
 
-    def __init__(self, kind: str, in_features: int, hidden: int, members: int):
+    def __init__(self, kind: str, in_features: int, hidden: int, members: int, init: str = "torch"):
         super().__init__()
         self.kind, self.hidden = check_choice("cell", kind, GATES), hidden
+        self.init = check_choice("init", init, INITS)
         n = GATES[kind] * hidden
         self.W_x = nn.Parameter(torch.empty(members, n, in_features))
         self.W_h = nn.Parameter(torch.empty(members, n, hidden))
@@ -54,6 +61,18 @@ class GatedCell(nn.Module):
         self.b_h = nn.Parameter(torch.empty(members, 1, n))
 
     def init_member(self, i: int, g: torch.Generator) -> None:
+        if self.init == "tensorflow":
+            n, in_features = self.W_x.shape[1:]
+            glorot = math.sqrt(6.0 / (in_features + n))
+            self.W_x.data[i].uniform_(-glorot, glorot, generator=g)
+            # orthogonal: QR of a Gaussian matrix, signs fixed by R's diagonal (Saxe et al. 2014)
+            q, r = torch.linalg.qr(torch.randn(n, self.hidden, generator=g, dtype=torch.float64))
+            self.W_h.data[i] = (q * torch.sign(torch.diagonal(r))).to(self.W_h.dtype)
+            self.b_x.data[i].zero_()
+            self.b_h.data[i].zero_()
+            if self.kind == "lstm":  # gates i, f, g, o: the forget gate's bias starts at 1
+                self.b_x.data[i, :, self.hidden:2 * self.hidden] = 1.0
+            return
         bound = 1.0 / math.sqrt(self.hidden)
         for p in (self.W_x, self.W_h, self.b_x, self.b_h):
             p.data[i].uniform_(-bound, bound, generator=g)
@@ -95,7 +114,8 @@ class GatedRNN(nn.Module):
 
     ``readout_state="last"`` reads ``h_T``; ``"sum"`` reads ``sum_t h_t`` (the summed-state LSTM
     of the paper's Section 4.3). ``readout`` is ``"linear"`` (with bias), ``"nac"`` or ``"nalu"``.
-    ``per_step`` gives the read-out after every step instead of only the last.
+    ``per_step`` gives the read-out after every step instead of only the last. ``init`` is
+    ``"torch"`` or ``"tensorflow"`` (module docstring).
     """
 
     def __init__(
@@ -108,6 +128,7 @@ class GatedRNN(nn.Module):
         readout_state: str = "last",
         recurrent: bool = True,
         readout: str = "linear",
+        init: str = "torch",
     ):
         super().__init__()
         if not recurrent:
@@ -115,7 +136,7 @@ class GatedRNN(nn.Module):
         if len(hidden) != 1:
             raise ConfigError(f"{cell} takes one hidden size, got {list(hidden)}")
         self.readout_state = check_choice("readout_state", readout_state, ("last", "sum"))
-        self.cell = GatedCell(cell, in_features, hidden[0], members)
+        self.cell = GatedCell(cell, in_features, hidden[0], members, init)
         self.readout = make_readout(readout, hidden[0], out_features, members)
         self.members = members
 

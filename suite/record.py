@@ -44,6 +44,7 @@ NOT_HASHED = ("logger", "progress", "force", "threads", "name", "data_dir", "flu
 NEUTRAL = {
     ("replicate",): 0,  # configs/config.yaml: an independent rerun of a cell
     ("task", "env", "late_reward"): -1.0,  # configs/task/gridworld_time.yaml: the reward for not arriving
+    ("model", "init"): "torch",  # configs/model/lstm.yaml, gru.yaml: the gated cells' initialisation
 }
 
 

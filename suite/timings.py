@@ -41,12 +41,14 @@ GAP_S = 600  # groups more than ten minutes apart belong to separate sittings of
 
 
 def command(name: str) -> str:
-    """The make command that writes evidence ``name``: ``table1_paper`` -> ``make reproduce-table1 BUDGET=paper``."""
+    """The make command that writes evidence ``name``: ``table1_paper`` -> ``make reproduce-table1 BUDGET=paper``,
+    ``table3_paper_grid`` -> ``make reproduce-table3 BUDGET=paper VARIANT=grid``."""
     if name == "protocol_search":
         return "make reproduce-protocol-search"
     target, _, rest = name.partition("_")
-    extra = "" if not rest else " BUDGET=paper" if rest == "paper" else f" VARIANT={rest}"
-    return f"make reproduce-{target}{extra}"
+    budget = rest == "paper" or rest.startswith("paper_")
+    variant = rest.removeprefix("paper").lstrip("_") if budget else rest
+    return f"make reproduce-{target}" + (" BUDGET=paper" if budget else "") + (f" VARIANT={variant}" if variant else "")
 
 
 def started(cell: dict) -> float | None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
 from baselines.rnn import GatedCell, GatedRNN
 from nalu.ensemble import init_members
+from nalu.errors import ConfigError
 
 
 @pytest.mark.parametrize("kind", ["lstm", "gru"])
@@ -65,3 +68,26 @@ def test_ugrnn_step_follows_its_equations():
     c, g = torch.tanh(pre[:, :4]), torch.sigmoid(pre[:, 4:])
     assert ((g > 0.05) & (g < 0.95)).float().mean() > 0.5  # the gate is really mixing
     torch.testing.assert_close(out[0], g * h[0] + (1 - g) * c)
+
+
+def test_tensorflow_initialisation_is_glorot_input_orthogonal_recurrent_and_forget_bias_one():
+    """init="tensorflow": TensorFlow's default LSTM construction, which the paper's authors recall
+    using for Table 3; each member drawn from its own seed."""
+
+    H, n_in = 8, 5
+    net = GatedRNN(n_in, 1, 3, [H], cell="lstm", init="tensorflow")
+    init_members(net, [0, 1, 0])
+    cell = net.cell
+    bound = math.sqrt(6 / (n_in + 4 * H))
+    assert cell.W_x.abs().max() <= bound and cell.W_x.abs().max() > 0.8 * bound
+    for i in range(3):
+        gram = cell.W_h[i].double().T @ cell.W_h[i].double()  # [H, H]: orthonormal columns
+        torch.testing.assert_close(gram, torch.eye(H, dtype=torch.float64), atol=1e-6, rtol=0)
+    bias = (cell.b_x + cell.b_h)[:, 0]  # [M, 4H], gates i, f, g, o
+    assert (bias[:, H:2 * H] == 1).all() and (bias[:, :H] == 0).all() and (bias[:, 2 * H:] == 0).all()
+    assert torch.equal(cell.W_h[0], cell.W_h[2]) and not torch.equal(cell.W_h[0], cell.W_h[1])
+
+
+def test_an_unknown_initialisation_lists_the_valid_ones():
+    with pytest.raises(ConfigError, match="valid: tensorflow, torch"):
+        GatedRNN(2, 1, 1, [4], init="keras")

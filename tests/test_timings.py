@@ -18,6 +18,7 @@ from .conftest import ROOT
 @pytest.mark.parametrize("name,make", [("table1", "make reproduce-table1"),
                                        ("table1_paper", "make reproduce-table1 BUDGET=paper"),
                                        ("figure4_builder_long", "make reproduce-figure4 VARIANT=builder_long"),
+                                       ("table3_paper_grid", "make reproduce-table3 BUDGET=paper VARIANT=grid"),
                                        ("protocol_search", "make reproduce-protocol-search")])
 def test_an_evidence_name_maps_to_the_make_command_that_writes_it(name, make):
     assert command(name) == make
