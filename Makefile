@@ -35,6 +35,9 @@ PAPER := $(if $(filter paper,$(BUDGET)),_paper)
 # outputs results/<target>_<name>.* beside the default ones (make reproduce-figure4 VARIANT=numbers)
 VARIANT ?=
 V := $(if $(VARIANT),_$(VARIANT))
+# the variants there are: <target>_<variant>.yaml less budgets and a target's second sweeps
+VARIANTS = $(sort $(filter-out paper units long stacks %_a3c,$(shell ls configs/experiment | sed -nE 's/^(table1_static|table1_recurrent|table2_stacks|table2|table3|table4|table5|figure4|figure5|units)_(paper_)?(.+)\.yaml$$/\3/p')))
+$(if $(VARIANT),$(if $(wildcard configs/experiment/*_$(VARIANT).yaml),,$(error VARIANT=$(VARIANT) names no configs/experiment/<target>_$(VARIANT).yaml; valid: $(VARIANTS))))
 # VARIANT=protocol<k>: Table 1's static half under the k-th best data protocol of the blind search (its
 # input range, subsets and overlap; configs/experiment/table1_static_protocol<k>.yaml; protocol1_seeds100:
 # its NAC and NALU with 100 seeds); the search covers the static task only
@@ -70,9 +73,9 @@ reproduce-table1: install  ## Table 1: static + recurrent arithmetic, 48 cells x
 	$(EVIDENCE) table1$(PAPER)$(V) multirun/table1_static$(PAPER)$(V) $(if $(STATIC_ONLY),,multirun/table1_recurrent$(PAPER)$(V))
 	$(call TABLES,table1$(PAPER)$(V))
 
-reproduce-table2: data  ## Table 2: MNIST counting + addition, 12 cells x 3 seeds -> results/table2.* (VARIANT=last: supervised after the last digit only; select100: NALU picked on length 100)
-	$(if $(filter select100,$(VARIANT)),:,$(RUN) -m +experiment=table2$(V) $(SWEEP))
-	$(if $(filter select100,$(VARIANT)),$(RUN) -m +experiment=table2_select100 $(SWEEP),$(RUN) -m +experiment=table2_stacks$(V) $(SWEEP))
+reproduce-table2: data  ## Table 2: MNIST counting + addition, 12 cells x 3 seeds -> results/table2.* (VARIANT=last: supervised after the last digit only; select100: NALU picked on length 100; mnist_example: the PyTorch MNIST example encoder; nalu_grid: the NALU core over gate bias x lr)
+	$(if $(wildcard configs/experiment/table2$(V).yaml),$(RUN) -m +experiment=table2$(V) $(SWEEP))
+	$(if $(wildcard configs/experiment/table2_stacks$(V).yaml),$(RUN) -m +experiment=table2_stacks$(V) $(SWEEP))
 	$(EVIDENCE) table2$(V) multirun/table2$(V)
 	$(call TABLES,table2$(V))
 

@@ -45,6 +45,8 @@ NEUTRAL = {
     ("replicate",): 0,  # configs/config.yaml: an independent rerun of a cell
     ("task", "env", "late_reward"): -1.0,  # configs/task/gridworld_time.yaml: the reward for not arriving
     ("model", "init"): "torch",  # configs/model/lstm.yaml, gru.yaml: the gated cells' initialisation
+    ("model", "gate_bias"): None,
+    ("task", "encoder", "pool"): False,  # configs/task/mnist_*.yaml: the PyTorch MNIST example's pooled encoder  # configs/model/nalu.yaml: a learned gate bias (none, the paper's NALU)
 }
 
 

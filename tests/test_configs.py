@@ -142,3 +142,17 @@ def test_a_knob_added_later_keeps_finished_cells_at_its_neutral_value():
     assert config_hash(base) == config_hash(before)
     assert config_hash(compose(["task=gridworld_time", "replicate=1"])) != config_hash(before)
     assert config_hash(compose(["task=gridworld_time", "task.env.late_reward=0.0"])) != config_hash(before)
+
+
+def test_an_unknown_variant_is_refused_in_one_line_listing_the_valid_ones():
+    import subprocess
+
+    p = subprocess.run(["make", "-n", "reproduce-table2", "VARIANT=nonsense"], cwd=CONFIG_DIR.parent,
+                       capture_output=True, text=True, check=False)
+    assert p.returncode != 0 and not p.stdout
+    (line,) = p.stderr.strip().splitlines()
+    valid = line.split("valid: ")[1].rstrip(". Stop").split()
+    assert {"last", "select100", "seeds100", "protocol1", "late_zero", "grid"} <= set(valid)
+    assert not {"paper", "stacks", "units", "long"} & set(valid)
+    for variant in valid:  # each names a config some target runs
+        assert list(CONFIG_DIR.glob(f"experiment/*_{variant}.yaml")), variant

@@ -261,3 +261,12 @@ def test_compiled_float32_stays_within_the_drift_of_rounding_over_hundreds_of_st
     scale = reference.norm(dim=1)
     assert torch.isfinite(reference).all()
     assert (off <= 10 * drift + 1e-5 * scale).all(), (off.tolist(), drift.tolist())
+
+
+@pytest.mark.parametrize("recurrent", [False, True], ids=["static", "recurrent"])
+def test_a_nalu_with_a_gate_bias_takes_the_functional_step_as_autograd(recurrent):
+    """The learned gate bias (model.gate_bias, not the paper's) is one more parameter of the
+    functional step, updated as autograd updates it."""
+    with default_dtype(torch.float64):
+        compare_steps("nalu", "add", recurrent, ["model.gate_bias=3.0"], autograd_in_compiled_layout,
+                      lambda m, o: CompiledStep(m, o, compile=False), rtol=1e-10)

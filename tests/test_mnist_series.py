@@ -301,3 +301,34 @@ def test_mnist_tasks_run_on_the_model_device(fake_mnist, task, model, monkeypatc
     cfg = compose([f"task={task}", f"model={model}", "progress=false", "seeds=2", f"data_dir={fake_mnist}",
                    "task.validation_images=40", "task.batch_size=4", *sizes])
     on_meta((mnist_parity if task == "mnist_parity" else mnist_series).run, cfg, monkeypatch)
+
+
+@pytest.mark.parametrize("pool", [False, True], ids=["strided", "pooled"])
+def test_the_digit_encoder_is_torchs_own_network_for_each_member(pool):
+    """Each member of the batched encoder computes what torch's layers compute with its weights
+    (pool=True: the PyTorch MNIST example's layout, stride-1 convolutions each max-pooled)."""
+    from torch import nn
+    from torch.nn import functional as F
+
+    from baselines.convnet import MNIST_MEAN, MNIST_STD, DigitEncoder
+    from nalu.ensemble import init_members
+
+    channels, hidden = (20, 50) if pool else (8, 16), 32
+    enc = DigitEncoder(10, 2, channels, hidden, pool=pool)
+    init_members(enc, [0, 1])
+    images = torch.randint(0, 256, (1, 6, 28, 28), dtype=torch.uint8)
+    out = enc(images)  # [2, 6, 10]
+    x = ((images[0].float() / 255.0 - MNIST_MEAN) / MNIST_STD).unsqueeze(1)  # [6, 1, 28, 28]
+    stride = 1 if pool else 2
+    for m in range(2):
+        conv1, conv2 = nn.Conv2d(1, channels[0], 5, stride), nn.Conv2d(channels[0], channels[1], 5, stride)
+        with torch.no_grad():
+            for conv, ours in ((conv1, enc.conv1), (conv2, enc.conv2)):
+                conv.weight.copy_(ours.weight[m])
+                conv.bias.copy_(ours.bias[m])
+        h = F.relu(conv1(x))
+        h = F.max_pool2d(h, 2) if pool else h
+        h = F.relu(conv2(h))
+        h = (F.max_pool2d(h, 2) if pool else h).flatten(1)  # [6, c2 * 16]
+        h = F.relu(h @ enc.hidden.weight[m].T + enc.hidden.bias[m])
+        torch.testing.assert_close(out[m], h @ enc.fc.weight[m].T + enc.fc.bias[m], rtol=1e-5, atol=1e-5)

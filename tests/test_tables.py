@@ -12,6 +12,7 @@ import pytest
 from suite.tables import units
 from suite.tables.common import quantiles
 from suite.tables.table1 import cell_rows, selection_text, verdict
+from tasks.metrics import VALIDATION
 
 from .conftest import cli
 
@@ -134,3 +135,20 @@ def test_figure5_sets_every_nac_wiring_beside_the_papers_nac_curve():
     nac15, a3c15 = (t[(t["paper's agent"] == a) & (t.command == "15")].iloc[0] for a in ("A3C + NAC", "A3C"))
     assert (nac15["ours"], nac15["ours, feedback"], nac15["ours, clock_only"]) == ("n/a", "-0.25 (at 15)", "+0.50 (at 15)")
     assert (a3c15["ours"], a3c15["ours, feedback"], a3c15["ours, clock_only"]) == ("+0.12 (at 15)", "", "")
+
+
+def test_table2_keeps_the_grid_point_whose_chosen_seed_validates_best_and_names_it():
+    from suite.tables.table2 import select
+
+    def cell(run, validations, diverged=()):
+        return {"run": f"table2_nalu_grid/{run}", "kind": "counting", "model": "nalu",
+                "members": [{"seed": i, "diverged": i in diverged, "best": {VALIDATION: v}}
+                            for i, v in enumerate(validations)]}
+
+    a, b = cell("model.gate_bias=null", [0.9, 0.5]), cell("model.gate_bias=3.0", [0.3, 0.8], diverged=(1,))
+    lone = {**cell("model=nac", [0.1]), "model": "nac"}
+    picked, grid = select([a, b, lone])
+    assert picked == [b, lone]
+    assert grid == {("counting", "nalu"): "model.gate_bias=3.0 (1 of 2)"}
+    # a diverged seed never represents its cell, however low its last validation error
+    assert select([cell("x", [0.4]), cell("y", [0.01, 0.5], diverged=(0,))])[0][0]["run"].endswith("x")

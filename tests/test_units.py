@@ -211,3 +211,14 @@ def test_a_list_of_units_names_one_per_layer():
         units(["nalu", "nac"], 2, 1, members=1, hidden=[4, 3])
     with pytest.raises(ConfigError, match="nmu"):  # an unknown unit lists the valid ones
         units(["nalu", "nac", "adder"], 2, 1, members=1, hidden=[4, 3])
+
+
+def test_a_large_gate_bias_makes_the_nalu_its_nac_and_none_adds_no_parameter():
+    plain, biased = NALU(3, 2, members=2), NALU(3, 2, members=2, gate_bias=40.0)  # sigmoid(40) is 1.0 in float32
+    assert "b" not in dict(plain.named_parameters()) and biased.b.shape == (2, 1, 2)
+    with torch.no_grad():
+        biased.nac.W.copy_(plain.nac.W)
+        biased.G.copy_(plain.G)
+    x = torch.rand(1, 5, 3) + 0.5
+    torch.testing.assert_close(biased(x), plain.nac(x), rtol=0, atol=0)
+    assert not torch.equal(plain(x), plain.nac(x))  # without it the multiplicative path takes its share

@@ -114,5 +114,7 @@ def choose_seed(members: list[dict], checkpoint: str = "best") -> int | None:
 def describe_encoder(enc: dict) -> str:
     """The MNIST digit encoder of a run config, in words (``baselines.convnet.DigitEncoder``)."""
     hidden = f", a ReLU layer of {enc['hidden']}," if enc.get("hidden") else ""
-    return (f"two 5x5 stride-2 convolutions with {list(enc['channels'])} channels{hidden} and a linear "
+    convolutions = ("5x5 convolutions, each followed by a 2x2 max-pool (the PyTorch MNIST example's layout),"
+                    if enc.get("pool") else "5x5 stride-2 convolutions")
+    return (f"two {convolutions} with {list(enc['channels'])} channels{hidden} and a linear "
             f"map to {enc['features']} features")
