@@ -84,7 +84,7 @@ reproduce-table3: install  ## Table 3 + Figure 3: number words to number, 3 mode
 	$(EVIDENCE) table3$(PAPER)$(V) multirun/table3$(PAPER)$(V)
 	$(call TABLES,table3$(PAPER)$(V))
 
-reproduce-table4: data  ## Table 4: counting even MNIST digits (Segui et al.), 7 final layers + Segui's softmax head x 5 seeds -> results/table4.* (VARIANT=parity: our 4-digit parity)
+reproduce-table4: data  ## Table 4: counting even MNIST digits (Segui et al.), 7 final layers + Segui's softmax head x 5 seeds -> results/table4.* (VARIANT=parity: our 4-digit parity; long: 30,000 steps)
 	$(RUN) -m +experiment=table4$(V) $(SWEEP)
 	$(EVIDENCE) table4$(V) multirun/table4$(V)
 	$(call TABLES,table4$(V))
@@ -95,7 +95,7 @@ reproduce-table5: install  ## Table 5 + Figure 1: identity function, 17 models x
 	$(EVIDENCE) table5 multirun/table5
 	$(call TABLES,table5)
 
-reproduce-figure4: install  ## Figure 4: program evaluation, 7 models x 2 tasks x 3 seeds -> results/figure4.* (VARIANT=numbers: numeric tokens; builder: a recurrent NALU that can build numbers; builder_long: it at 100k steps)
+reproduce-figure4: install  ## Figure 4: program evaluation, 7 models x 2 tasks x 3 seeds -> results/figure4.* (VARIANT=numbers: numeric tokens; builder: a recurrent NALU that can build numbers; builder_long: it at 100k steps; trained: 5x the steps, state 64, 10 seeds)
 	$(RUN) -m +experiment=figure4$(V) $(SWEEP)
 	$(EVIDENCE) figure4$(V) multirun/figure4$(V)
 	$(call TABLES,figure4$(V))

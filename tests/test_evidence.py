@@ -20,7 +20,7 @@ PENDING = {"table1_seeds100", "table2", "table2_last", "table4_parity", "figure4
            "figure4_numbers", "figure5", "figure5_wirings", "table1_protocol2",
            "table1_protocol3", "table1_protocol1_seeds100", "units_seeds100", "figure5_late_zero",
            "table3_paper_grid", "table3_tf_init",
-           "table2_mnist_example", "table2_nalu_grid"}
+           "table2_mnist_example", "table2_nalu_grid", "table4_long", "figure4_trained"}
 
 
 def with_evidence() -> list:
