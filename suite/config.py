@@ -4,6 +4,7 @@ runner's refusals of values no run can use (each one line, before any file is wr
 from __future__ import annotations
 
 import importlib
+import math
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -77,9 +78,27 @@ def check_budget(cfg: DictConfig) -> None:
         raise ConfigError(f"task {cfg.task.name} has no budget '{budget}'; valid: {', '.join(valid)}")
 
 
+def non_finite(node, path: str = "") -> tuple[str, float] | None:
+    """The first number in a config that is NaN or infinite, with its key (``optimizer.lr``)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if (found := non_finite(v, f"{path}.{k}" if path else str(k))) is not None:
+                return found
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            if (found := non_finite(v, f"{path}[{i}]")) is not None:
+                return found
+    elif isinstance(node, float) and not math.isfinite(node):
+        return path, node
+    return None
+
+
 def check_values(cfg: DictConfig) -> None:
-    """Refuse values no run can use, before any work: budgets and sizes below 1, a learning rate
-    that is not positive."""
+    """Refuse values no run can use, before any work: a number that is not finite anywhere,
+    budgets and sizes below 1, a learning rate that is not positive."""
+    found = non_finite(OmegaConf.to_container(cfg, resolve=True))
+    if found is not None:
+        raise ConfigError(f"{found[0]} must be a finite number, got {found[1]}")
     for key in ("steps", "eval_every", "batch_size", "eval_late_from", "eval_late_every"):
         value = cfg.task.get(key)
         if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):

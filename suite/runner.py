@@ -300,8 +300,9 @@ def run_job(cfg: DictConfig, out_dir: Path, overrides: str = "") -> dict | None:
 
 def discard_if_untouched(out_dir: Path) -> None:
     """Remove the folder made for a refused cell (Hydra's ``.hydra/`` and ``run.log``, its first
-    ``sittings.json``, a ``history.csv`` holding only its header) where it holds nothing else: a
-    refusal leaves no half-made run behind, and never touches a cell's results."""
+    ``sittings.json``, a ``history.csv`` holding only its header) where it holds nothing else, with
+    the folders above it that then hold nothing: a refusal leaves no half-made run behind, and never
+    touches a cell's results."""
     shutil.rmtree(out_dir / PENDING, ignore_errors=True)
     made = {".hydra", "run.log", "history.csv", "sittings.json"}
     if not out_dir.is_dir() or not {p.name for p in out_dir.iterdir()} <= made:
@@ -310,6 +311,12 @@ def discard_if_untouched(out_dir: Path) -> None:
     if history.exists() and len(history.read_text().splitlines()) > 1:
         return
     shutil.rmtree(out_dir, ignore_errors=True)
+    # and the folders made above it for it alone (runs/<name>/<cell>/), up to the working directory
+    here = Path.cwd().resolve()
+    for parent in out_dir.resolve().parents:
+        if parent == here or here not in parent.parents or any(parent.iterdir()):
+            break
+        parent.rmdir()
 
 
 def run_group_main(jobs: list[CellJob]) -> None:

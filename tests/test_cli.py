@@ -38,6 +38,9 @@ RUN = ["-m", "suite.run"]
     (["task.batch_size=0"], "task.batch_size must be a positive integer, got 0"),
     (["task.eval_every=0"], "task.eval_every must be a positive integer, got 0"),
     (["optimizer.lr=-1"], "optimizer.lr must be a positive number, got -1"),
+    (["optimizer.lr=inf"], "optimizer.lr must be a finite number, got inf"),
+    (["model.eps=nan"], "model.eps must be a finite number, got nan"),
+    (["task.steps=1e12"], "task.steps must be a positive integer, got 1000000000000.0"),
     *([] if torch.cuda.is_available() else [(["device=cuda"], "CUDA is not available here")]),
 ])
 def test_bad_input_gives_one_line_error(workdir, args, valid):
@@ -48,6 +51,7 @@ def test_bad_input_gives_one_line_error(workdir, args, valid):
     assert not list(workdir.rglob("metrics.json"))
     # a refused cell leaves no half-made run folder behind (Hydra's .hydra/ and run.log included)
     assert not [d for d in workdir.rglob("*") if d.is_dir() and (d / ".hydra").exists()], list(workdir.rglob("*"))
+    assert not (workdir / "runs").exists(), list((workdir / "runs").rglob("*"))  # nor the folders above it
 
 
 @pytest.mark.parametrize("launcher", ["basic", "fused"])
