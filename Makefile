@@ -7,6 +7,7 @@ PY := $(VENV)/bin/python
 # cells of a sweep that train as one batched model (hydra/launcher=fused: one model over all ops)
 JOBS ?= 2
 TEST_JOBS ?= 2
+$(foreach v,JOBS TEST_JOBS,$(if $(shell echo '$($(v))' | grep -xE '[1-9][0-9]*'),,$(error $(v) must be a positive integer, got '$($(v))')))
 # DRY_RUN=1: every sweep only reports which of its cells are up to date, and no table is built
 # (scripts/reproduce_all.py asks each target this way)
 RUN := $(PY) -m suite.run

@@ -156,3 +156,13 @@ def test_an_unknown_variant_is_refused_in_one_line_listing_the_valid_ones():
     assert not {"paper", "stacks", "units", "long"} & set(valid)
     for variant in valid:  # each names a config some target runs
         assert list(CONFIG_DIR.glob(f"experiment/*_{variant}.yaml")), variant
+
+
+@pytest.mark.parametrize("setting", ["JOBS=abc", "JOBS=0", "TEST_JOBS=-1"])
+def test_make_refuses_a_job_count_that_is_not_a_positive_integer_in_one_line(setting):
+    import subprocess
+
+    p = subprocess.run(["make", "-n", "reproduce-table1", setting], cwd=CONFIG_DIR.parent,
+                       capture_output=True, text=True, check=False)
+    (line,) = p.stderr.strip().splitlines()
+    assert p.returncode != 0 and not p.stdout and f"must be a positive integer, got '{setting.split('=')[1]}'" in line
