@@ -12,10 +12,27 @@ from __future__ import annotations
 
 import csv
 import os
+import socket
 import sys
 from pathlib import Path
+from urllib.parse import urlparse
 
 from torch import Tensor
+
+from nalu.errors import ConfigError, check_choice
+
+
+def reachable_or_refuse(timeout_s: float = 5.0) -> None:
+    """For ``logger.mode=online``: refuse in one line, within ``timeout_s``, when wandb's server
+    (``WANDB_BASE_URL``, by default https://api.wandb.ai) cannot be reached, instead of wandb's
+    minute-long wait and its traceback after the run folder is made."""
+    url = urlparse(os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai")
+    host, port = url.hostname or "api.wandb.ai", url.port or (80 if url.scheme == "http" else 443)
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as e:
+        raise ConfigError(f"logger.mode=online but {host}:{port} cannot be reached ({e.strerror or e}); "
+                          "log offline (logger.mode=offline, the default) and upload later with `wandb sync`") from None
 
 
 class RunLogger:
@@ -46,14 +63,21 @@ class RunLogger:
     def _open_wandb(self, cfg: dict, group: str, config: dict) -> None:
         import wandb
 
-        mode = cfg.get("mode") or "offline"
+        mode = check_choice("logger mode", cfg.get("mode") or "offline", ("offline", "online", "disabled"))
+        if mode == "online":
+            reachable_or_refuse()
         os.environ.setdefault("WANDB_SILENT", "true")
         for seed in self.seeds:
-            self._wandb_runs.append(wandb.init(
-                project=cfg.get("project", "nalu-suite"), entity=cfg.get("entity"), group=group,
-                job_type=self.name, name=f"{self.name}/seed{seed}", mode=mode,
-                dir=str(self.out_dir), config={**config, "seed": seed}, reinit="create_new",
-            ))
+            try:
+                self._wandb_runs.append(wandb.init(
+                    project=cfg.get("project", "nalu-suite"), entity=cfg.get("entity"), group=group,
+                    job_type=self.name, name=f"{self.name}/seed{seed}", mode=mode,
+                    dir=str(self.out_dir), config={**config, "seed": seed}, reinit="create_new",
+                ))
+            except (wandb.errors.Error, TimeoutError, OSError) as e:  # no API key, no answer, ...
+                first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+                raise ConfigError(f"wandb could not start its run (logger.mode={mode}): {first}; log offline (logger.mode=offline, "
+                                  "the default) and upload later with `wandb sync`") from None
 
     def _open(self, mode: str) -> None:
         self._file = open(self._path, mode, newline="")

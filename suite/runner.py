@@ -239,7 +239,7 @@ def record_sitting(path: Path, resume_step: int) -> list[dict]:
 
 def open_logger(cell: Cell, resume: bool) -> RunLogger:
     cfg = cell.cfg
-    wandb_cfg = OmegaConf.to_container(cfg.logger) if cfg.logger.name == "wandb" else None
+    wandb_cfg = OmegaConf.to_container(cfg.logger, resolve=True) if cfg.logger.name == "wandb" else None
     return RunLogger(cell.out_dir, cell.name, list(cfg.seeds), group=cfg.name, wandb_cfg=wandb_cfg,
                      config=OmegaConf.to_container(cfg, resolve=True), resume=resume)
 

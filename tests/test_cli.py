@@ -265,6 +265,25 @@ def test_wandb_offline_logs_each_seed_and_prints_sync(workdir):
     assert all(any(f.suffix == ".wandb" and f.stat().st_size > 0 for f in r.iterdir()) for r in runs)
 
 
+@pytest.mark.parametrize("setting,message", [
+    ("WANDB_MODE=online", "logger.mode=online but nalu-suite.invalid:443 cannot be reached"),
+    ("WANDB_MODE=bogus", "unknown logger mode 'bogus'; valid: disabled, offline, online"),
+])
+def test_wandb_online_without_its_server_is_refused_at_once_in_one_line(workdir, setting, message):
+    """WANDB_MODE is honoured (logger.mode, when given, wins); online without a reachable server
+    is one line and no run folder, not wandb's minute of silence and a traceback."""
+    import subprocess
+    import sys
+
+    key, value = setting.split("=")
+    env = {**os.environ, key: value, "WANDB_BASE_URL": "https://nalu-suite.invalid", "HYDRA_FULL_ERROR": "0"}
+    p = subprocess.run([sys.executable, *RUN, "logger=wandb", *TINY_ARITHMETIC], cwd=workdir, env=env,
+                       capture_output=True, text=True, timeout=120, check=False)
+    (line,) = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and line.startswith("error: ") and message in line, p.stderr
+    assert not (workdir / "runs").exists()
+
+
 def test_curves_plot_from_history(workdir):
     p = cli(RUN + TINY_ARITHMETIC, workdir)
     # a single run ends with one line: what its seeds reached, and where metrics.json is
