@@ -66,7 +66,7 @@ bench: install  ## print throughput figures (member-steps per second); DEVICE=cu
 	$(PY) scripts/bench.py $(if $(DEVICE),--device $(DEVICE))
 
 reproduce-all: data  ## every target below in turn, skipping those up to date; a summary at the end (README.md's 'Time here' gives each target's time)
-	$(PY) scripts/reproduce_all.py --jobs $(JOBS)
+	$(PY) scripts/reproduce_all.py --jobs $(JOBS) $(if $(filter 1 true yes,$(DRY_RUN)),--check)
 
 reproduce-table1: install  ## Table 1: static + recurrent arithmetic, 48 cells x 10 seeds -> results/table1.* (BUDGET=paper: table1_paper.*; VARIANT=seeds100: NAC and NALU with 100 seeds, table1_seeds100.*)
 	$(RUN) -m +experiment=table1_static$(PAPER)$(V) $(SWEEP)

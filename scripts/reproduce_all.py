@@ -129,7 +129,9 @@ def run(target: Target, head: str, cells: int, jobs: int) -> tuple[int, float]:
     log = STATE / f"{target.name}.log"
     start = time.perf_counter()
     with open(log, "a") as f:
-        proc = subprocess.Popen(["make", target.make, f"JOBS={jobs}"], cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)
+        env = {k: v for k, v in os.environ.items() if k != "DRY_RUN"}  # a real run, whatever the caller's shell holds
+        proc = subprocess.Popen(["make", target.make, f"JOBS={jobs}", "DRY_RUN="], cwd=ROOT, stdout=f,
+                                stderr=subprocess.STDOUT, env=env)
         stop = threading.Event()
 
         def show() -> None:

@@ -76,3 +76,29 @@ def test_clock(seconds, text):
     from reproduce_all import clock
 
     assert clock(seconds) == text
+
+
+def test_a_dry_run_of_reproduce_all_is_its_check_and_a_real_run_never_inherits_dry_run(tmp_path, monkeypatch):
+    """make reproduce-all DRY_RUN=1 only reports (it said every target 'ran ... done' though nothing
+    ran); a real run starts each target without the caller's DRY_RUN."""
+    p = subprocess.run(["make", "-n", "reproduce-all", "DRY_RUN=1"], cwd=ROOT, capture_output=True, text=True,
+                       check=False)
+    assert p.returncode == 0 and p.stdout.strip().splitlines()[-1].endswith("scripts/reproduce_all.py --jobs 2 --check")
+    sys.path.insert(0, str(SCRIPT.parent))
+    import reproduce_all
+
+    started = []
+
+    class Make:
+        def __init__(self, args, **kw):
+            started.append((args, kw["env"]))
+
+        def wait(self):
+            return 0
+
+    monkeypatch.setenv("DRY_RUN", "1")
+    monkeypatch.setattr(reproduce_all, "STATE", tmp_path)
+    monkeypatch.setattr(reproduce_all.subprocess, "Popen", Make)
+    rc, _ = reproduce_all.run(reproduce_all.TARGETS[0], "head", 1, 2)
+    ((args, env),) = started
+    assert rc == 0 and args[-1] == "DRY_RUN=" and "DRY_RUN" not in env and "JOBS=2" in args
