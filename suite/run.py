@@ -31,6 +31,7 @@ from suite.config import CONFIG_DIR, cell_name
 from suite.runner import discard_if_untouched, label, run_job, shown_overrides
 
 REFUSED: list[str] = []  # cells of this process's sweep refused so far (Hydra's basic launcher)
+SEEN: list[str] = []  # every cell of it asked so far
 
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")
@@ -41,6 +42,7 @@ def _hydra_main(cfg: DictConfig) -> None:
     hc = HydraConfig.get()
     out_dir = Path(hc.runtime.output_dir)
     overrides = shown_overrides(hc.overrides.task, runner.SWEPT) if hc.mode == RunMode.MULTIRUN else ""
+    SEEN.append(overrides)
     try:
         run_job(cfg, out_dir, overrides)
     except ConfigError as e:
@@ -132,7 +134,8 @@ def main() -> None:
     try:
         _hydra_main()
         if REFUSED:
-            exit_with(ConfigError(f"{len(REFUSED)} cell(s) of the sweep refused, the others run: {'; '.join(REFUSED)}"))
+            others = "none ran" if len(REFUSED) == len(SEEN) else f"the other {len(SEEN) - len(REFUSED)} ran"
+            exit_with(ConfigError(f"{len(REFUSED)} of {len(SEEN)} cells of the sweep refused, {others}: {'; '.join(REFUSED)}"))
     except KeyboardInterrupt:
         print("interrupted: finished cells are kept and a cell in training resumes from its last checkpoint; "
               "rerun the same command to go on", file=sys.stderr)

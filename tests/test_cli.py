@@ -63,11 +63,19 @@ def test_a_bad_cell_does_not_half_run_a_sweep(workdir, launcher):
     last = p.stderr.strip().splitlines()[-1]
     made = sorted(json.loads(m.read_text())["op"] for m in workdir.rglob("metrics.json"))
     if launcher == "basic":
-        assert last.startswith("error: 1 cell(s) of the sweep refused, the others run: static/pow/nalu (unknown op 'pow'")
+        assert last.startswith("error: 1 of 3 cells of the sweep refused, the other 2 ran: static/pow/nalu (unknown op 'pow'")
         assert made == ["add", "mul"]
     else:
         assert last.startswith("error: 1 of 3 cells refused, none run: static/pow/nalu: unknown op 'pow'")
         assert made == []
+
+
+def test_a_sweep_whose_every_cell_is_refused_says_none_ran(workdir):
+    p = cli(RUN + ["-m", "task.op=add,mul", "optimizer.lr=inf", "hydra/launcher=basic"] + TINY_ARITHMETIC, workdir,
+            check=False)
+    last = p.stderr.strip().splitlines()[-1]
+    assert p.returncode == 2 and last.startswith("error: 2 of 2 cells of the sweep refused, none ran: "), p.stderr
+    assert not list(workdir.rglob("metrics.json"))
 
 
 def test_sweep_resumes_without_redoing_complete_cells(workdir):
