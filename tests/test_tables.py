@@ -53,6 +53,8 @@ def test_verdict():
     assert verdict(2000.0, math.inf) == "match (>999)"
     assert verdict(27.0, math.inf) == "better"
     assert verdict(20.0, 10.0) == "x2"
+    assert verdict(math.inf, 97.9) == "x>1000"  # was "worse", a word kept for the paper's 0.0
+    assert verdict(5.8e28, 100.0) == "x>1000"  # was "x5.8e+26"
 
 
 def test_oracle_is_the_best_seed_on_the_range_itself():

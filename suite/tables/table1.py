@@ -30,7 +30,9 @@ COLUMNS = [
 
 
 def verdict(ours: float, theirs: float) -> str:
-    """Coarse agreement at the paper's one-decimal precision."""
+    """Coarse agreement at the paper's one-decimal precision: ``match`` (both print 0.0, or both
+    >999), ``worse`` (the paper prints 0.0 and we do not), ``better`` (we print 0.0, or stay below
+    its >999), else ``xK``, ours K times the paper's (``x>1000`` beyond, ours infinite included)."""
     if math.isnan(ours) or math.isnan(theirs):
         return "n/a"
     zero_ours, zero_theirs = ours < 0.05, theirs < 0.05
@@ -42,7 +44,8 @@ def verdict(ours: float, theirs: float) -> str:
         return "better"
     if math.isinf(theirs):
         return "match (>999)" if ours > 999 else "better"
-    return f"x{ours / theirs:.2g}" if math.isfinite(ours / theirs) else "worse"
+    ratio = ours / theirs
+    return f"x{ratio:.2g}" if ratio < 1000 else "x>1000"
 
 
 REFERENCES = {  # what a scaled score is relative to (--reference)
@@ -144,7 +147,11 @@ def caption(cells: list[dict], checkpoint: str, reference: str, solved_below: fl
         "precision); the extrapolation rows are the ones that matter.",
         "- success = seeds whose extrapolation MSE at their best validation step is below that of a "
         "near-perfect model with first-layer weights off by epsilon (Madsen & Johansen 2020), with "
-        "its 95% Wilson interval; n/a for cells run before the suite recorded it.",
+        "its 95% Wilson interval; judged on extrapolation, so n/a on every interpolation row (and on "
+        "cells run before the suite recorded it).",
+        "- columns: None is the MLP of the ReLU6 column without its nonlinearity (a product of linear "
+        "maps, so a linear model); ReLU6 an MLP with ReLU6 activations; NAC and NALU stacks of those "
+        "units; LSTM and ReLU the recurrent baselines.",
         f"- {machines(cells)} Another machine rounds matrix products otherwise, which moves NALU seeds "
         "(README, \"How seeds are batched\"): read the median, spread and success counts, not one seed.",
     ])
@@ -208,7 +215,9 @@ def build(evidence: Path | list[Path], out: Path, checkpoint: str = "best",
         selection_text(df),
         "## Extended: seed statistics per cell",
         "`spread` is the inter-quartile range over seeds; `verdict` compares ours with the paper "
-        "(`worse`: the paper prints 0.0 and we do not; `xK`: ours is K times the paper's); "
+        "(`match`: both print 0.0, or both >999; `worse`: the paper prints 0.0 and we do not; `better`: "
+        "we print 0.0 where it does not, or stay below its >999; `xK`: ours is K times the paper's, "
+        "`x>1000` beyond); "
         "`oracle` is the lowest score of any seed on that very range, which a practitioner could "
         "not choose (it looks at the test set).",
         to_markdown(extended.rename(columns={"paper_printed": "paper"})),
