@@ -311,3 +311,23 @@ def test_curves_of_a_run_evaluated_once_show_points():
     h = pd.DataFrame({"step": [10, 10], "seed": [0, 1], "metric": ["extrapolation"] * 2, "value": [1.0, 2.0]})
     lines = draw(h, "one evaluation").axes[0].get_lines()
     assert len(lines) == 2 and all(len(line.get_xdata()) == 1 and line.get_marker() == "o" for line in lines)
+
+
+def test_curves_of_a_sweep_overlay_its_cells_and_mark_what_cannot_be_drawn(tmp_path):
+    """One line per cell (its median over seeds), labelled axes, and an inf or NaN value marked at
+    its step rather than dropped."""
+    import pandas as pd
+
+    from suite.tables import curves
+
+    for cell, last in (("optimizer.lr=0.01", 0.5), ("optimizer.lr=0.1", float("inf"))):
+        (tmp_path / cell).mkdir()
+        rows = [(step, seed, "extrapolation", v) for seed in (0, 1) for step, v in ((0, 2.0), (100, last if seed else 1.0))]
+        pd.DataFrame(rows, columns=["step", "seed", "metric", "value"]).to_csv(tmp_path / cell / "history.csv", index=False)
+    fig = curves.draw_cells(curves.histories(tmp_path), "sweep")
+    (ax,) = fig.axes
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert labels == ["optimizer.lr=0.01", "optimizer.lr=0.1", "inf or NaN (1 points)"]
+    assert ax.get_ylabel() == "extrapolation (raw, as logged)" and ax.get_xlabel() == "step"
+    out = curves.plot(tmp_path)
+    assert out == tmp_path / "curves.png" and out.is_file()

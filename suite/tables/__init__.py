@@ -10,7 +10,7 @@ written by ``python -m suite.evidence``) alone: ``python -m suite.tables <what> 
     python -m suite.tables figure5 [--evidence FILE...] [--out results] [--name figure5]
     python -m suite.tables protocol_search [--evidence FILE...] [--out results]
     python -m suite.tables units [--evidence FILE...] [--long units_long] [--out results] [--name units]
-    python -m suite.tables curves <run dir> [--out file.png]
+    python -m suite.tables curves <run or sweep dir> [--out file.png]
     python -m suite.tables build <name> [--out results]      (as its make target: suite.targets)
 
 ``--evidence`` defaults to ``results/evidence/<name>.jsonl``.
@@ -72,7 +72,7 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="one table or figure of results/, as its make target builds it")
     b.add_argument("target", choices=sorted(BY_NAME), metavar="name", help=", ".join(BY_NAME))
     b.add_argument("--out", type=Path, default=Path("results"))
-    cv = sub.add_parser("curves", help="plot a run directory's history.csv")
+    cv = sub.add_parser("curves", help="plot a run folder's history.csv, or every cell of a sweep folder")
     cv.add_argument("run_dir", type=Path)
     cv.add_argument("--out", type=Path, default=None)
     return p
