@@ -156,3 +156,10 @@ def on_meta(task_run, cfg, monkeypatch) -> None:
     monkeypatch.setattr(tasks.cell, "fit", one_step)
     with pytest.raises(Stepped):
         task_run(cfg, types.SimpleNamespace(metrics=None, name="meta"))
+
+
+def make(*args: str) -> subprocess.CompletedProcess:
+    """``make <args>`` in the repository as a user types it, not as a sub-make of ``make test``
+    (whose MAKEFLAGS and MAKELEVEL would add its variables and "Entering directory" lines)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES")}
+    return subprocess.run(["make", *args], cwd=ROOT, env=env, capture_output=True, text=True, check=False)

@@ -18,7 +18,7 @@ from suite.config import CONFIG_DIR, cell_name, resolve_seeds, task_of, validate
 from suite.record import config_hash
 from tasks.cell import build_model, model_factory
 
-from .conftest import compose
+from .conftest import compose, make
 
 TASKS = sorted(p.stem for p in (CONFIG_DIR / "task").glob("*.yaml"))
 MODELS = sorted(p.stem for p in (CONFIG_DIR / "model").glob("*.yaml"))
@@ -145,10 +145,7 @@ def test_a_knob_added_later_keeps_finished_cells_at_its_neutral_value():
 
 
 def test_an_unknown_variant_is_refused_in_one_line_listing_the_valid_ones():
-    import subprocess
-
-    p = subprocess.run(["make", "-n", "reproduce-table2", "VARIANT=nonsense"], cwd=CONFIG_DIR.parent,
-                       capture_output=True, text=True, check=False)
+    p = make("-n", "reproduce-table2", "VARIANT=nonsense")
     assert p.returncode != 0 and not p.stdout
     (line,) = p.stderr.strip().splitlines()
     valid = line.split("valid: ")[1].rstrip(". Stop").split()
@@ -160,9 +157,6 @@ def test_an_unknown_variant_is_refused_in_one_line_listing_the_valid_ones():
 
 @pytest.mark.parametrize("setting", ["JOBS=abc", "JOBS=0", "TEST_JOBS=-1"])
 def test_make_refuses_a_job_count_that_is_not_a_positive_integer_in_one_line(setting):
-    import subprocess
-
-    p = subprocess.run(["make", "-n", "reproduce-table1", setting], cwd=CONFIG_DIR.parent,
-                       capture_output=True, text=True, check=False)
+    p = make("-n", "reproduce-table1", setting)
     (line,) = p.stderr.strip().splitlines()
     assert p.returncode != 0 and not p.stdout and f"must be a positive integer, got '{setting.split('=')[1]}'" in line

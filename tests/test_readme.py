@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import subprocess
 
 import pytest
 from omegaconf import OmegaConf
@@ -13,7 +12,7 @@ from omegaconf import OmegaConf
 from suite import run
 from suite import tables
 
-from .conftest import ROOT, compose
+from .conftest import ROOT, compose, make
 
 README = ROOT / "README.md"
 MANUAL = [README, *sorted((ROOT / "docs").glob("*.md"))]  # the README and the pages it links
@@ -65,7 +64,7 @@ def test_table_commands_parse(command):
 
 @pytest.mark.parametrize("command", of("make "))
 def test_make_commands_name_targets_that_exist(command):
-    p = subprocess.run(["make", "-n", *shlex.split(command)[1:]], cwd=ROOT, capture_output=True, text=True)
+    p = make("-n", *shlex.split(command)[1:])
     assert p.returncode == 0, p.stderr
 
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, make
 
 SCRIPT = ROOT / "scripts" / "reproduce_all.py"
 
@@ -81,8 +81,7 @@ def test_clock(seconds, text):
 def test_a_dry_run_of_reproduce_all_is_its_check_and_a_real_run_never_inherits_dry_run(tmp_path, monkeypatch):
     """make reproduce-all DRY_RUN=1 only reports (it said every target 'ran ... done' though nothing
     ran); a real run starts each target without the caller's DRY_RUN."""
-    p = subprocess.run(["make", "-n", "reproduce-all", "DRY_RUN=1"], cwd=ROOT, capture_output=True, text=True,
-                       check=False)
+    p = make("-n", "reproduce-all", "DRY_RUN=1")
     assert p.returncode == 0 and p.stdout.strip().splitlines()[-1].endswith("scripts/reproduce_all.py --jobs 2 --check")
     sys.path.insert(0, str(SCRIPT.parent))
     import reproduce_all
