@@ -1,9 +1,10 @@
-"""Atomic file output: write to a temporary name in the same folder, then rename."""
+"""Atomic file output: write to a temporary name in the same folder, then rename; generated blocks."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -36,3 +37,12 @@ def read_json(path: Path) -> dict | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def fill_block(text: str, begin: str, end: str, block: str) -> str:
+    """``text`` with what lies between the markers ``begin`` and ``end`` replaced by ``block`` (a
+    generated section of a hand-written page, such as README.md's claims and timings)."""
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
+    if not pattern.search(text):
+        raise SystemExit(f"error: no generated block ({begin} ... {end}) to fill")
+    return pattern.sub(lambda _: f"{begin}\n{block}\n{end}", text)

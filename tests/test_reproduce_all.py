@@ -20,12 +20,10 @@ def expected_status() -> str:
     from reproduce_all import TARGETS, current_outputs
 
     from suite.evidence import EVIDENCE_DIR, load
-    from suite.io import read_json
+    from suite.record import out_of_date
 
     cells = load(EVIDENCE_DIR / "table5.jsonl")
-    made = [read_json(ROOT / "multirun" / c["run"] / "metrics.json") or {} for c in cells]
-    missing = sum(not (m.get("complete") and (m.get("config_hash"), m.get("numerics")) == (c["config_hash"], c["numerics"]))
-                  for c, m in zip(cells, made, strict=True))
+    missing = sum(out_of_date(ROOT / "multirun" / c["run"], c["config_hash"], c["numerics"]) is not None for c in cells)
     if missing:
         return f"to run: {missing} of {len(cells)} cells to run"
     why = current_outputs(next(t for t in TARGETS if t.name == "table5"))
