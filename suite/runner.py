@@ -15,8 +15,11 @@ import json
 import math
 import os
 import shutil
+import signal
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -26,7 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from nalu import device as devices
 from nalu.errors import ConfigError, exit_with
-from nalu.train import Checkpoint
+from nalu.train import Checkpoint, Stopped
 from suite.config import PENDING, cell_name, check_config, task_of
 from suite.io import read_json, write_json_atomic
 from suite.loggers import RunLogger
@@ -101,12 +104,17 @@ def settle_config(out_dir: Path, runs: bool) -> None:
         shutil.rmtree(pending, ignore_errors=True)
 
 
+def why_run(cfg: DictConfig, out_dir: Path) -> str | None:
+    """Why the cell in ``out_dir`` is to be made (None: it is complete and up to date)."""
+    check_config(cfg)
+    return "force=true" if cfg.force else out_of_date(out_dir, config_hash(cfg), task_of(cfg).numerics)
+
+
 def prepare(cfg: DictConfig, out_dir: Path, overrides: str = "") -> Cell | None:
     """Resolve and check ``cfg``; None if the cell is up to date (or this is a dry run)."""
-    check_config(cfg)
+    reason = why_run(cfg, out_dir)
     digest, numerics = config_hash(cfg), task_of(cfg).numerics
     name = label(cell_name(cfg), overrides)
-    reason = "force=true" if cfg.force else out_of_date(out_dir, digest, numerics)
     if cfg.get("dry_run"):
         note = code_note(out_dir) if reason is None else ""
         state = "up to date" if reason is None else "to run"
@@ -212,7 +220,10 @@ def run_cells(jobs: list[CellJob]) -> list[dict | None]:
         print(f"{log.name}: resumed from step {resume_step:,} ({checkpoint.path})", file=sys.stderr)
     start = time.perf_counter()
     try:
-        results = task.run_group([c.cfg for c in todo], log) if len(todo) > 1 else [task.run(cfg, log)]
+        with stop_signals(checkpoint) as previous:
+            results = task.run_group([c.cfg for c in todo], log) if len(todo) > 1 else [task.run(cfg, log)]
+    except Stopped as stop:
+        stopped(stop, log.name, checkpoint, previous)
     finally:
         for lg in logs:
             lg.close()
@@ -222,6 +233,52 @@ def run_cells(jobs: list[CellJob]) -> list[dict | None]:
     checkpoint.remove()
     (todo[0].out_dir / "sittings.json").unlink(missing_ok=True)
     return [made.get(id(c)) if c is not None else None for c in cells]
+
+
+# the signals that stop a run cleanly: SIGTERM (``kill``, ``scancel``, SLURM's end of a job) and
+# SIGUSR2 where something waits for it (submitit on SLURM: preemption or the time limit is near)
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR2)
+
+
+@contextmanager
+def stop_signals(checkpoint: Checkpoint) -> Iterator[dict]:
+    """While the cells train, a stop signal asks the training loop to save a checkpoint at the end
+    of its step and stop (``nalu.train.Stopped``, handled by ``stopped``); outside the loop (set-up,
+    the last evaluation) the signal acts at once. Yields the handlers it replaced."""
+    previous: dict[int, object] = {}
+
+    def ask(signum: int, frame: object) -> None:
+        if checkpoint.listening:
+            checkpoint.stop_signal = signum
+        elif signum == signal.SIGUSR2 and callable(previous.get(signum)):
+            previous[signum](signum, frame)  # submitit: requeue from the last checkpoint
+        else:
+            raise SystemExit(128 + signum)
+
+    for sig in STOP_SIGNALS:
+        if sig == signal.SIGUSR2 and not callable(signal.getsignal(sig)):
+            continue  # nothing listens for SIGUSR2 here: its default (terminate) stands
+        try:
+            previous[sig] = signal.signal(sig, ask)
+        except ValueError:  # not the main thread: signals stay as they are
+            break
+    try:
+        yield previous
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def stopped(stop: Stopped, name: str, checkpoint: Checkpoint, previous: dict) -> None:
+    """After a clean stop: on SIGUSR2 under submitit, its requeue (the group resumes from the
+    checkpoint just saved); otherwise one line and the signal's exit status."""
+    what = signal.Signals(stop.signum).name
+    print(f"{name}: stopped by {what} at step {stop.step:,}, checkpoint saved ({checkpoint.path}); "
+          "the same command resumes from it", file=sys.stderr, flush=True)
+    handler = previous.get(stop.signum)
+    if stop.signum == signal.SIGUSR2 and callable(handler):
+        handler(stop.signum, None)
+    raise SystemExit(128 + stop.signum)
 
 
 def record_sitting(path: Path, resume_step: int) -> list[dict]:

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from nalu.ensemble import init_members
-from nalu.train import Checkpoint, fit
+from nalu.train import Checkpoint, Stopped, fit
 from tasks.arithmetic import ArithmeticProblem
 from tasks.cell import build_model, model_factory
 
@@ -101,6 +101,33 @@ def test_killed_fit_resumes_to_the_uninterrupted_result(tmp_path, model_name, ex
             torch.testing.assert_close(m1[k], m2[k], rtol=0, atol=0, equal_nan=True)
 
 
+def asks_stop_at(problem, at: int, checkpoint: Checkpoint):
+    """The problem, which sets ``checkpoint.stop_signal`` (as a signal handler would) while
+    drawing its ``at``-th batch."""
+    batch, drawn = problem.batch, [0]
+
+    def batch_then_ask():
+        drawn[0] += 1
+        if drawn[0] == at:
+            checkpoint.stop_signal = signal.SIGTERM
+        return batch()
+
+    problem.batch = batch_then_ask
+    return problem
+
+
+def test_fit_asked_to_stop_saves_that_step_and_resumes_to_the_uninterrupted_result(tmp_path):
+    whole = run(*fresh("nalu"))
+    ckpt = Checkpoint(tmp_path / "checkpoint.pt", every_s=1e9, key="k")  # no periodic save
+    model, problem, opt = fresh("nalu")
+    with pytest.raises(Stopped) as stop:
+        run(model, asks_stop_at(problem, 150, ckpt), opt, checkpoint=ckpt)
+    assert stop.value.step == 150 and stop.value.signum == signal.SIGTERM
+    assert ckpt.step() == 150 and not ckpt.listening  # the step it was in is saved, nothing lost
+    ckpt.stop_signal = 0
+    same(whole, run(*fresh("nalu"), checkpoint=ckpt))
+
+
 def test_checkpoint_of_another_run_is_ignored(tmp_path):
     ckpt = Checkpoint(tmp_path / "checkpoint.pt", every_s=0.0, key="one")
     model, problem, opt = fresh("nac")
@@ -128,9 +155,11 @@ def wait_for(predicate, timeout: float) -> None:
         time.sleep(0.05)
 
 
-def test_cell_killed_mid_run_resumes_from_its_checkpoint(tmp_path):
-    """The real command, killed with SIGKILL after its first checkpoint, then rerun as written:
-    it restarts from the checkpoint and ends with the uninterrupted run's metrics.json."""
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_cell_killed_mid_run_resumes_from_its_checkpoint(tmp_path, sig):
+    """The real command, killed with SIGKILL after its first checkpoint (or stopped with SIGTERM,
+    which saves at once and exits 143 with one line), then rerun as written: it restarts from the
+    checkpoint and ends with the uninterrupted run's metrics.json."""
     args = [sys.executable, "-m", "suite.run", *TINY_ARITHMETIC, "model=nalu", "task.op=mul",
             "task.steps=6000", "task.eval_every=500", "checkpoint_every_s=0.5", "train_step=compiled"]
 
@@ -144,10 +173,14 @@ def test_cell_killed_mid_run_resumes_from_its_checkpoint(tmp_path):
     try:
         wait_for(ckpt.exists, timeout=300)
     finally:
-        p.send_signal(signal.SIGKILL)
-        p.wait()
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=300)
     assert not (tmp_path / "killed" / "metrics.json").exists()
     step = torch.load(ckpt, weights_only=False)["step"]
+    if sig == signal.SIGTERM:
+        assert p.returncode == 128 + signal.SIGTERM
+        assert f"stopped by SIGTERM at step {step:,}, checkpoint saved" in err.splitlines()[-1]
+        assert "Traceback" not in err
     assert 0 < step < 6000
     again = subprocess.run(command("killed"), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr

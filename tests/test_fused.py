@@ -100,7 +100,7 @@ def test_fused_sweep_resumes_and_dry_runs_per_cell(workdir):
 
 
 def test_fused_sweep_on_submitit_runs_a_group_per_array_task(workdir):
-    cli(RUN + SWEEP + ["name=slurmish", "hydra/launcher=fused_slurm", "hydra.launcher.submitit.cluster=local"],
+    cli(RUN + SWEEP + ["name=slurmish", "hydra/launcher=fused_slurm", "hydra.launcher.cluster=local"],
         workdir)
     made = cells(workdir / "multirun/slurmish")
     assert len(made) == 4 and all(m["complete"] for m in made.values())

@@ -55,6 +55,21 @@ def test_run_commands_compose(command):
     for a in args:
         if a.startswith("hydra/launcher="):
             assert (run.CONFIG_DIR / "hydra" / "launcher" / f"{a.split('=', 1)[1]}.yaml").exists(), a
+    launcher = next((a.split("=", 1)[1] for a in args if a.startswith("hydra/launcher=")), None)
+    for a in args:  # a launcher key the launcher does not have is Hydra's 7-line "not in struct" error
+        if launcher and a.startswith("hydra.launcher."):
+            assert a.split("=", 1)[0].removeprefix("hydra.launcher.") in launcher_keys(launcher), a
+
+
+def launcher_keys(name: str) -> set[str]:
+    """The keys of ``configs/hydra/launcher/<name>.yaml``, with those of the plugin preset it extends."""
+    cfg = OmegaConf.load(run.CONFIG_DIR / "hydra" / "launcher" / f"{name}.yaml")
+    keys = set(cfg) - {"defaults"}
+    if "submitit_slurm" in list(cfg.get("defaults", [])):
+        from hydra_plugins.hydra_submitit_launcher.config import SlurmQueueConf
+
+        keys |= set(OmegaConf.structured(SlurmQueueConf))
+    return keys
 
 
 @pytest.mark.parametrize("command", of(".venv/bin/python -m suite.tables"))

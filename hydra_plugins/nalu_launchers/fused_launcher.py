@@ -7,13 +7,20 @@ still gets its own folder, ``.hydra/``, ``history.csv`` and ``metrics.json``, an
 redone or reported by a dry run on its own (``suite.runner.run_cells``).
 
 Groups run ``n_jobs`` at a time on this machine (joblib's loky processes), or one per array task
-of a submitit executor (``submitit.cluster: slurm``, or ``local`` for a test), whose
-preemption or timeout requeues the group: it resumes from its checkpoint.
+of a submitit executor (``cluster: slurm``, or ``local`` for a test; ``configs/hydra/launcher/
+fused_slurm.yaml`` holds the plain keys a cluster user sets). On a cluster the submitting machine
+decides what has work: a dry run, and groups whose cells are all up to date, are handled there and
+never submitted. The console names the array job, where its logs are, and which task trains which
+group, then one line per group as it ends. A preempted or timed-out group (SLURM's SIGUSR2) saves
+a checkpoint at its next step and is requeued by submitit; it resumes from there. ``scancel`` (SIGTERM)
+saves the same way and stops.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +30,7 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, configure_log, filter_overrides, run_job, setup_globals
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +46,9 @@ def execute_group(hydra_context: HydraContext, jobs: list[Job], singleton_state:
     Singleton.set_state(singleton_state)
     cells, returns = [], []
     for idx, sweep_config, shown in jobs:
-        with open_dict(sweep_config):
+        # Hydra leaves ``hydra`` read-only once a job ran: a requeued group (submitit pickles these
+        # configs after a first run) sets the same values again
+        with read_write(sweep_config.hydra), open_dict(sweep_config.hydra):
             sweep_config.hydra.job.id = f"{sweep_config.hydra.job.name}_{idx}"
             sweep_config.hydra.job.num = idx
         HydraConfig.instance().set_config(sweep_config)
@@ -51,6 +60,30 @@ def execute_group(hydra_context: HydraContext, jobs: list[Job], singleton_state:
                                job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir"))
     run_group_main(cells)
     return returns
+
+
+def cells_of(jobs: list[Job]) -> list[tuple[DictConfig, Path]]:
+    """Each cell's task config and folder, as ``run_job`` would make them, without writing
+    anything (the submitting machine asks these whether a group has work)."""
+    out = []
+    for idx, sweep_config, _ in jobs:
+        config = copy.deepcopy(sweep_config)  # a copy: Hydra locks what it is given
+        with read_write(config.hydra), open_dict(config.hydra):
+            config.hydra.job.id, config.hydra.job.num = f"{config.hydra.job.name}_{idx}", idx
+        HydraConfig.instance().set_config(config)
+        folder = Path(str(OmegaConf.select(config, "hydra.sweep.dir"))) / str(OmegaConf.select(config, "hydra.sweep.subdir"))
+        task_cfg = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
+        out.append((task_cfg, folder))
+    return out
+
+
+def describe(jobs: list[Job]) -> str:
+    """A group's cells for messages: ``static/add/nalu, static/mul/nalu and 4 more``."""
+    from suite import runner
+    from suite.config import cell_name
+
+    names = [runner.label(cell_name(cfg), shown) for (_, _, shown), (cfg, _) in zip(jobs, cells_of(jobs), strict=True)]
+    return ", ".join(names) if len(names) <= 3 else f"{', '.join(names[:2])} and {len(names) - 2} more"
 
 
 class GroupCall:
@@ -70,9 +103,21 @@ class GroupCall:
 
 
 class FusedLauncher(Launcher):
-    def __init__(self, n_jobs: int = 1, submitit: dict | None = None) -> None:
+    """``n_jobs`` groups at a time here, or (``cluster``: ``slurm``, ``local``) one group per array
+    task of a submitit executor with the plain settings below; ``parameters`` passes any other
+    submitit parameter as is (``slurm_gres``, ``slurm_constraint``)."""
+
+    def __init__(self, n_jobs: int = 1, cluster: str | None = None, folder: str | None = None,
+                 partition: str | None = None, account: str | None = None, qos: str | None = None,
+                 timeout_min: int = 180, mem_gb: float = 4, cpus_per_task: int | None = None,
+                 name: str | None = None, array_parallelism: int = 64, setup: list | None = None,
+                 poll_s: float = 15.0, parameters: dict | None = None) -> None:
         self.n_jobs = int(n_jobs)
-        self.submitit = OmegaConf.to_container(submitit, resolve=True) if OmegaConf.is_config(submitit) else submitit
+        self.cluster, self.folder, self.poll_s = cluster, folder, float(poll_s)
+        self.settings = {"partition": partition, "account": account, "qos": qos, "timeout_min": timeout_min,
+                         "mem_gb": mem_gb, "cpus_per_task": cpus_per_task, "name": name,
+                         "array_parallelism": array_parallelism, "setup": setup}
+        self.parameters = OmegaConf.to_container(parameters, resolve=True) if OmegaConf.is_config(parameters) else dict(parameters or {})
         self.config: DictConfig | None = None
         self.hydra_context: HydraContext | None = None
         self.task_function: TaskFunction | None = None
@@ -112,7 +157,7 @@ class FusedLauncher(Launcher):
         for group in groups:
             log.info("\t" + " | ".join(" ".join(filter_overrides(c.hydra.overrides.task)) for _, c, _ in group))
         state = Singleton.get_state()
-        if self.submitit:
+        if self.cluster:
             results = self.launch_submitit(groups, state, sweep_dir)
         elif self.n_jobs > 1 and len(groups) > 1:
             from joblib import Parallel, delayed
@@ -126,11 +171,93 @@ class FusedLauncher(Launcher):
         return [by_idx[idx] for idx in sorted(by_idx)]
 
     def launch_submitit(self, groups: list[list[Job]], state: dict, sweep_dir: Path) -> list[list[JobReturn]]:
+        """Submit the groups that have work as one array job, wait for it, and say what happened;
+        a dry run and groups whose cells are all up to date run here (they only print)."""
+        from suite import runner
+
+        results: list[list[JobReturn] | None] = [None] * len(groups)
+        todo = [i for i, g in enumerate(groups)
+                if any(not cfg.get("dry_run") and runner.why_run(cfg, d) for cfg, d in cells_of(g))]
+        for i in sorted(set(range(len(groups))) - set(todo)):
+            results[i] = execute_group(self.hydra_context, groups[i], state)
+        if not todo:
+            log.info("Fused launcher: nothing to submit (every cell is up to date, or this is a dry run)")
+            return results
+        executor = self.executor(sweep_dir, [groups[i] for i in todo])
+        jobs = executor.map_array(GroupCall(self.hydra_context), [groups[i] for i in todo], [state] * len(todo))
+        array, folder = jobs[0].job_id.split("_")[0], jobs[0].paths.folder.parent
+        logs = f"{folder}/{array}_*/" if "_" in jobs[0].job_id else f"{folder}/"  # an array's tasks, or local jobs
+        log.info(f"Fused launcher: submitted array job {array}: {len(todo)} array tasks, one per group with work"
+                 f" ({len(groups) - len(todo)} up to date); logs in {logs}")
+        for i, job in zip(todo, jobs, strict=True):
+            log.info(f"\ttask {job.job_id}: {describe(groups[i])}")
+        failed = self.wait(dict(zip(todo, jobs, strict=True)), groups, results)
+        if failed:
+            log.error(f"Fused launcher: {len(failed)} of {len(todo)} groups failed ({', '.join(failed)}); "
+                      "their cells resume from their checkpoints when this command runs again")
+            raise SystemExit(2)
+        return results
+
+    def executor(self, sweep_dir: Path, groups: list[list[Job]]) -> Any:
+        """A submitit executor with the plain settings; the CPUs asked per task default to the
+        groups' ``threads`` (a group trains on that many), the job name to the sweep's folder."""
         import submitit
 
-        settings = dict(self.submitit)
-        executor = submitit.AutoExecutor(folder=settings.pop("folder", str(sweep_dir / ".submitit/%j")),
-                                         cluster=settings.pop("cluster", None))
-        executor.update_parameters(**settings.pop("parameters", {}))
-        jobs = executor.map_array(GroupCall(self.hydra_context), groups, [state] * len(groups))
-        return [j.results()[0] for j in jobs]
+        threads = max(int(cfg.get("threads", 1)) for g in groups for cfg, _ in cells_of(g))
+        executor = submitit.AutoExecutor(folder=self.folder or str(sweep_dir / ".submitit/%j"), cluster=self.cluster)
+        executor.update_parameters(**self.submitit_parameters(threads, sweep_dir.name))
+        return executor
+
+    def submitit_parameters(self, threads: int, sweep: str) -> dict:
+        """The plain settings as submitit's parameters; those left null are the cluster's defaults."""
+        s = self.settings
+        given = {"timeout_min": s["timeout_min"], "mem_gb": s["mem_gb"], "cpus_per_task": s["cpus_per_task"] or threads,
+                 "name": s["name"] or f"nalu-{sweep}", "slurm_array_parallelism": s["array_parallelism"],
+                 "slurm_setup": list(s["setup"] or []), "slurm_partition": s["partition"],
+                 "slurm_account": s["account"], "slurm_qos": s["qos"], **self.parameters}
+        return {k: v for k, v in given.items() if v is not None}
+
+    def wait(self, jobs: dict[int, Any], groups: list[list[Job]], results: list) -> list[str]:
+        """Wait for the array, one line per group as it ends; the groups that failed. Interrupted
+        (Ctrl-C, SIGTERM), it says that the array runs on and how to stop it."""
+        import signal
+
+        import submitit
+
+        array = next(iter(jobs.values())).job_id.split("_")[0]
+        log.info(f"Fused launcher: waiting for {len(jobs)} array tasks (Ctrl-C stops waiting, not the job)")
+        task_of = {job.job_id: i for i, job in jobs.items()}
+        failed: list[str] = []
+        previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+        try:
+            for n, job in enumerate(submitit.helpers.as_completed(list(jobs.values()), poll_frequency=self.poll_s), 1):
+                i = task_of[job.job_id]
+                try:
+                    results[i] = job.results()[0]
+                    log.info(f"Fused launcher: [{n}/{len(jobs)}] task {job.job_id} done: {describe(groups[i])}")
+                except Exception as e:  # noqa: BLE001 - any failure of the task is reported in one line
+                    failed.append(job.job_id)
+                    log.error(f"Fused launcher: [{n}/{len(jobs)}] task {job.job_id} failed: {describe(groups[i])}: "
+                              f"{last_line(job.paths.stderr, e)} (log: {job.paths.stderr})")
+        except KeyboardInterrupt:
+            log.error(f"Fused launcher: stopped waiting; array job {array} goes on on the cluster "
+                      f"(`scancel {array}` stops it; its groups then save a checkpoint and resume when this command runs again)")
+            raise SystemExit(130) from None
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        return failed
+
+
+ERROR_LINE = re.compile(r"^(error: |[\w.]*(Error|Exception|Interrupt)\b)")
+
+
+def last_line(path: Path, error: Exception) -> str:
+    """What a failed task says went wrong in one line: the last error line of its log (the
+    runner's ``error: ...``, or a traceback's exception line), else the first line of the error
+    submitit reports."""
+    try:
+        lines = [ln.strip() for ln in Path(path).read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        lines = []
+    errors = [ln for ln in lines if ERROR_LINE.match(ln)]
+    return errors[-1] if errors else (str(error).strip().splitlines() or [type(error).__name__])[0]
