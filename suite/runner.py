@@ -30,7 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 from nalu import device as devices
 from nalu.errors import ConfigError, exit_with
 from nalu.train import Checkpoint, Stopped
-from suite.config import PENDING, cell_name, check_config, task_of
+from suite.config import PENDING, cell_name, check_config, resolve_seeds, task_of
 from suite.io import read_json, write_json_atomic
 from suite.loggers import RunLogger
 from suite.machine import environment
@@ -204,6 +204,8 @@ def run_cells(jobs: list[CellJob]) -> list[dict | None]:
         raise ConfigError(f"task {cfg.task.name} trains one cell at a time; {len(todo)} were given together")
     for c in todo:
         settle_config(c.out_dir, runs=True)
+    if line := projection([c.cfg for c in todo]):
+        print(f"{todo[0].name}{f' and {len(todo) - 1} more' if len(todo) > 1 else ''}: {line}", file=sys.stderr)
 
     # a checkpoint belongs to these cells at this numerics version, whatever code saved it
     key = hashlib.sha256(repr([(c.digest, c.numerics) for c in todo]).encode()).hexdigest()[:16]
@@ -233,6 +235,39 @@ def run_cells(jobs: list[CellJob]) -> list[dict | None]:
     checkpoint.remove()
     (todo[0].out_dir / "sittings.json").unlink(missing_ok=True)
     return [made.get(id(c)) if c is not None else None for c in cells]
+
+
+RATES = Path(__file__).resolve().parent.parent / "results" / "rates.csv"  # suite.timings writes it
+PROJECT_FROM_S, WARN_PAST_S = 60, 86400
+
+
+def projection(cfgs: list[DictConfig], rates: Path = RATES) -> str | None:
+    """How long these cells (one group) will train, projected from the speed committed runs of
+    their task and model reached on this suite's machine in groups of the nearest size
+    (``results/rates.csv``): a line from a minute on, a warning past a day; None below a minute or
+    without a committed rate."""
+    cfg = cfgs[0]
+    steps = OmegaConf.select(cfg, "task.steps")
+    if not isinstance(steps, int | float) or not rates.is_file():
+        return None
+    import csv
+
+    members = sum(len(resolve_seeds(c.seeds)) for c in cfgs)
+    with open(rates) as f:  # the speed of the committed group size nearest this one's
+        known = [(abs(math.log(int(r["members"]) / members)), float(r["member_steps_per_s"]))
+                 for r in csv.DictReader(f) if (r["task"], r["model"]) == (cfg.task.name, cfg.model.name)]
+    if not known:
+        return None
+    rate = min(known)[1]
+    seconds = steps * members / rate
+    if seconds < PROJECT_FROM_S:
+        return None
+    took = f"{seconds / 3600:.1f} h" if seconds < 3 * 86400 else f"{seconds / 86400:,.0f} days"
+    line = (f"projected {took} here ({steps:,.0f} steps x {members} members at {rate:,.0f} member-steps/s, "
+            f"the speed of committed {cfg.task.name}/{cfg.model.name} runs; another machine differs)")
+    if seconds > WARN_PAST_S:
+        line = f"warning: {line}; Ctrl-C stops it, and the same command resumes from its checkpoint"
+    return line
 
 
 # the signals that stop a run cleanly: SIGTERM (``kill``, ``scancel``, SLURM's end of a job) and
@@ -334,19 +369,21 @@ def finish(cell: Cell, result: dict, code: dict, wall_s: float, fused_with: list
 
 
 def headline(members: list[dict]) -> str:
-    """``; solved 7/10; median over seeds: extrapolation 0.031, ...``: what a cell's seeds reached
-    (the selected model's metrics, else the final ones), for the line that says a cell is done."""
+    """``; success 7/10; median best: extrapolation 0.031, ...``: what a cell's seeds reached (the
+    selected model's metrics, else the final ones), for the line that says a cell is done. Its
+    words are the tables': success is Madsen & Johansen's criterion (the members' ``solved``
+    flag), and a seed whose metric is not finite counts as +inf in the median."""
     out = ""
     if members and "solved" in members[0]:
-        out += f"; solved {sum(m['solved'] for m in members)}/{len(members)}"
+        out += f"; success {sum(m['solved'] for m in members)}/{len(members)}"
     which = "best" if members and isinstance(members[0].get("best"), dict) else "final"
     if not (members and isinstance(members[0].get(which), dict)):
         return out
     medians = []
     for key, value in members[0][which].items():
         if isinstance(value, int | float):
-            finite = sorted(v for m in members if math.isfinite(v := m[which].get(key, math.nan)))
-            medians.append(f"{key} {finite[len(finite) // 2] if finite else math.nan:.3g}")
+            ordered = sorted(v if math.isfinite(v := m[which].get(key, math.nan)) else math.inf for m in members)
+            medians.append(f"{key} {ordered[len(ordered) // 2]:.3g}")
     return out + (f"; median {which}: {', '.join(medians)}" if medians else "")
 
 

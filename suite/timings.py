@@ -1,7 +1,8 @@
 """How long each make target took here, from the runs' own wall times (``python -m suite.timings``).
 
     python -m suite.timings [--results results]    -> results/timings.md, results/timings.csv,
-                                                      and the timings block of README.md
+                                                      results/rates.csv, and the timings block
+                                                      of README.md
 
 Read from the committed evidence alone (``results/evidence/<name>.jsonl``): every cell records
 ``wall_s``, the seconds its training group spent in the runner (the cells fused into one batched
@@ -18,7 +19,9 @@ entry:
   lower bounds (``complete`` is false).
 
 Every figure comes from a committed file, so it is the time of the run the tables show, on the
-machine ``cpu`` and ``cores`` name.
+machine ``cpu`` and ``cores`` name. ``rates.csv`` holds, per task, model and group size, the training
+speed its groups reached (member-steps per second, the median over groups that trained in one sitting):
+the runner projects a new run's time from it before it starts.
 """
 
 from __future__ import annotations
@@ -107,6 +110,25 @@ def table(evidence: Path = EVIDENCE_DIR) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def rates(evidence: Path = EVIDENCE_DIR) -> pd.DataFrame:
+    """Per task, model and group size (members), the median speed of its one-sitting groups in
+    member-steps per second (steps x the members of the group / its training time)."""
+    rows = []
+    for b in BUILT:
+        path = Path(evidence) / f"{b.name}.jsonl"
+        for g in groups(load(path)) if path.is_file() else []:
+            wall, steps = g.get("train_wall_s") or g.get("wall_s"), g.get("steps")
+            if not (wall and steps) or len(g.get("sittings") or [None]) > 1:
+                continue
+            members = len(g["seeds"]) * (1 + len(g.get("fused_with", [])))
+            rows.append({"task": g["task"], "model": g["model"], "members": members,
+                         "member_steps_per_s": steps * members / wall})
+    df = pd.DataFrame(rows, columns=["task", "model", "members", "member_steps_per_s"])
+    return (df.groupby(["task", "model", "members"], sort=True)
+            .agg(groups=("members", "size"), member_steps_per_s=("member_steps_per_s", "median"))
+            .round({"member_steps_per_s": 1}).reset_index())
+
+
 def minutes(x: float) -> str:
     if math.isnan(x):
         return "unrecorded"
@@ -138,7 +160,8 @@ def write(results: Path, readme: Path | None) -> list[Path]:
     md, csv = results / "timings.md", results / "timings.csv"
     write_text_atomic(md, markdown(df))
     write_text_atomic(csv, df.to_csv(index=False))
-    paths = [md, csv]
+    write_text_atomic(results / "rates.csv", rates(results / "evidence").to_csv(index=False))
+    paths = [md, csv, results / "rates.csv"]
     if readme is not None:
         write_text_atomic(readme, fill_block(readme.read_text(), BEGIN, END, glance(df)))
         paths.append(readme)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 
 import pytest
@@ -331,3 +332,16 @@ def test_curves_of_a_sweep_overlay_its_cells_and_mark_what_cannot_be_drawn(tmp_p
     assert ax.get_ylabel() == "extrapolation (raw, as logged)" and ax.get_xlabel() == "step"
     out = curves.plot(tmp_path)
     assert out == tmp_path / "curves.png" and out.is_file()
+
+
+def test_the_done_line_speaks_the_tables_words_and_counts_non_finite_seeds_as_inf():
+    """'success' is the table's word for Madsen & Johansen's criterion (its 'solved' is another
+    count), and a seed whose error overflowed is +inf in the median as in the tables, never a
+    median of nan beside '0 diverged'."""
+    from suite.runner import headline
+
+    seeds = [{"solved": True, "best": {"extrapolation": 0.1}}, {"solved": False, "best": {"extrapolation": math.nan}},
+             {"solved": False, "best": {"extrapolation": 0.3}}]
+    assert headline(seeds) == "; success 1/3; median best: extrapolation 0.3"
+    seeds[2]["best"]["extrapolation"] = math.inf
+    assert headline(seeds) == "; success 1/3; median best: extrapolation inf"

@@ -62,5 +62,43 @@ def test_the_committed_timings_and_the_readme_block_are_what_the_evidence_says()
     committed = pd.read_csv(ROOT / "results" / "timings.csv")
     pd.testing.assert_frame_equal(committed, pd.read_csv(io.StringIO(df.to_csv(index=False))))
     assert (ROOT / "results" / "timings.md").read_text() == timings.markdown(df)
+    rates = timings.rates(ROOT / "results" / "evidence")
+    assert len(rates) >= 10
+    pd.testing.assert_frame_equal(pd.read_csv(ROOT / "results" / "rates.csv"), pd.read_csv(io.StringIO(rates.to_csv(index=False))))
     readme = (ROOT / "README.md").read_text()
     assert f"{timings.BEGIN}\n{timings.glance(df)}\n{timings.END}" in readme
+
+
+def test_rates_are_member_steps_per_second_of_one_sitting_groups_per_group_size(tmp_path):
+    def timed(name, fused_with=(), wall=10.0, sittings=1, seeds=5):
+        return {**cell("s", name, fused_with, wall=wall, sittings=sittings), "task": "t", "model": "m",
+                "steps": 1000, "seeds": list(range(seeds)), "train_wall_s": wall}
+
+    import json
+
+    from suite.targets import BUILT
+
+    cells = [timed("a", ["b"]), timed("b", ["a"]), timed("c", wall=5.0), timed("d", sittings=2)]
+    (tmp_path / f"{BUILT[0].name}.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cells))
+    r = timings.rates(tmp_path)
+    # a+b: one group of 10 members, 1000 steps in 10 s; c alone: 5 members in 5 s; d resumed: left out
+    assert r.to_dict("records") == [
+        {"task": "t", "model": "m", "members": 5, "groups": 1, "member_steps_per_s": 1000.0},
+        {"task": "t", "model": "m", "members": 10, "groups": 1, "member_steps_per_s": 1000.0}]
+
+
+def test_a_run_is_projected_from_the_nearest_group_size_and_warned_past_a_day(tmp_path):
+    from suite.runner import projection
+
+    from .conftest import compose
+
+    rates = tmp_path / "rates.csv"
+    rates.write_text("task,model,members,groups,member_steps_per_s\n"
+                     "static_arithmetic,nalu,10,1,1000.0\nstatic_arithmetic,nalu,600,1,50000.0\n")
+    cfg = compose(["model=nalu", "seeds=10", "task.steps=360000"])
+    assert projection([cfg], rates) == ("projected 1.0 h here (360,000 steps x 10 members at 1,000 member-steps/s, "
+                                        "the speed of committed static_arithmetic/nalu runs; another machine differs)")
+    long = compose(["model=nalu", "seeds=10", "task.steps=100000000"])
+    assert projection([long], rates).startswith("warning: projected 12 days here")
+    assert projection([compose(["model=nalu", "seeds=10", "task.steps=5000"])], rates) is None  # under a minute
+    assert projection([compose(["model=nac", "seeds=10", "task.steps=10000000"])], rates) is None  # no rate
