@@ -52,7 +52,7 @@ $(if $(VARIANT),$(if $(wildcard configs/experiment/*_$(VARIANT).yaml),,$(error V
 # its NAC and NALU with 100 seeds); the search covers the static task only
 STATIC_ONLY := $(filter protocol%,$(VARIANT))
 
-.PHONY: help install data test test-slurm bench archive reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-protocol-search reproduce-units verify clean
+.PHONY: help install data test test-slurm notebook bench archive reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-protocol-search reproduce-units verify clean
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -73,6 +73,11 @@ test: install  ## run the test suite, its files spread over TEST_JOBS processes 
 test-slurm: install  ## start a throwaway single-node SLURM here (scripts/slurm_sandbox.sh: root, Debian packages) and run the cluster path's tests on it
 	scripts/slurm_sandbox.sh start
 	NALU_SLURM_TEST=1 WANDB_MODE=disabled $(PY) -m pytest -q tests/test_cluster.py
+
+notebook: install  ## run notebooks/results.ipynb headless into notebooks/executed/results.ipynb, figures inline (NALU_RUN_DIR=<run folder>: its curves too)
+	mkdir -p notebooks/executed && cp notebooks/results.ipynb notebooks/executed/results.ipynb
+	$(VENV)/bin/jupyter-execute --inplace --kernel_name=python3 notebooks/executed/results.ipynb
+	@echo "wrote notebooks/executed/results.ipynb"
 
 bench: install  ## print throughput figures (member-steps per second); DEVICE=cuda measures on the GPU
 	$(PY) scripts/bench.py $(if $(DEVICE),--device $(DEVICE))
