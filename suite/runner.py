@@ -181,6 +181,23 @@ class GroupLog:
             log.rewind(step)
 
 
+class Announcing:
+    """A run's logger that prints ``line`` (its projected time) when the first metrics arrive: the
+    data is loaded and the model built by then, so a refused run says only why."""
+
+    def __init__(self, log, line: str):
+        self.log, self.line = log, line
+
+    def metrics(self, step: int, metrics: dict) -> None:
+        if self.line:
+            print(self.line, file=sys.stderr, flush=True)
+            self.line = ""
+        self.log.metrics(step, metrics)
+
+    def __getattr__(self, name: str):
+        return getattr(self.log, name)
+
+
 def run_cells(jobs: list[CellJob]) -> list[dict | None]:
     """Make every cell of ``jobs`` that is not up to date; together, as one batched model, where
     there are several (their task's ``run_group``; the fused launcher hands only cells of one
@@ -204,8 +221,6 @@ def run_cells(jobs: list[CellJob]) -> list[dict | None]:
         raise ConfigError(f"task {cfg.task.name} trains one cell at a time; {len(todo)} were given together")
     for c in todo:
         settle_config(c.out_dir, runs=True)
-    if line := projection([c.cfg for c in todo]):
-        print(f"{todo[0].name}{f' and {len(todo) - 1} more' if len(todo) > 1 else ''}: {line}", file=sys.stderr)
 
     # a checkpoint belongs to these cells at this numerics version, whatever code saved it
     key = hashlib.sha256(repr([(c.digest, c.numerics) for c in todo]).encode()).hexdigest()[:16]
@@ -218,6 +233,8 @@ def run_cells(jobs: list[CellJob]) -> list[dict | None]:
     logs = [open_logger(c, resume=resume_step > 0) for c in todo]
     log = logs[0] if len(logs) == 1 else GroupLog(logs)
     log.checkpoint, checkpoint.on_resume = checkpoint, log.rewind
+    if line := projection([c.cfg for c in todo], done=resume_step):
+        log = Announcing(log, f"{todo[0].name}{f' and {len(todo) - 1} more' if len(todo) > 1 else ''}: {line}")
     if resume_step:
         print(f"{log.name}: resumed from step {resume_step:,} ({checkpoint.path})", file=sys.stderr)
     start = time.perf_counter()
@@ -241,11 +258,11 @@ RATES = Path(__file__).resolve().parent.parent / "results" / "rates.csv"  # suit
 PROJECT_FROM_S, WARN_PAST_S = 60, 86400
 
 
-def projection(cfgs: list[DictConfig], rates: Path = RATES) -> str | None:
+def projection(cfgs: list[DictConfig], rates: Path = RATES, done: int = 0) -> str | None:
     """How long these cells (one group) will train, projected from the speed committed runs of
     their task and model reached on this suite's machine in groups of the nearest size
     (``results/rates.csv``): a line from a minute on, a warning past a day; None below a minute or
-    without a committed rate."""
+    without a committed rate. ``done``: the steps a resumed run has behind it."""
     cfg = cfgs[0]
     steps = OmegaConf.select(cfg, "task.steps")
     if not isinstance(steps, int | float) or not rates.is_file():
@@ -259,6 +276,7 @@ def projection(cfgs: list[DictConfig], rates: Path = RATES) -> str | None:
     if not known:
         return None
     rate = min(known)[1]
+    steps -= done
     seconds = steps * members / rate
     if seconds < PROJECT_FROM_S:
         return None

@@ -83,6 +83,23 @@ def test_missing_data_names_make_data(workdir):
     assert line.startswith("error: MNIST not found") and "run `make data`" in line
 
 
+def test_a_torn_data_file_is_one_line_naming_make_data_and_leaves_no_run_behind(fake_mnist, workdir):
+    import shutil
+
+    from tasks.mnist import data as mnist_data
+
+    torn = workdir / "torn"
+    shutil.copytree(fake_mnist, torn)
+    images = mnist_data.raw_dir(torn) / "t10k-images-idx3-ubyte"
+    images.write_bytes(images.read_bytes()[:1000])
+    p = cli(["-m", "suite.run", "task=mnist_counting", "model=nac", f"data_dir={torn}", "progress=false"], workdir,
+            check=False)
+    assert p.returncode == 2
+    line, = p.stderr.strip().splitlines()
+    assert line.startswith("error: MNIST in ") and "is unreadable" in line and "`make data` checks the files" in line
+    assert not (workdir / "runs").exists()
+
+
 @pytest.mark.parametrize("variant", ["", "_last"])
 def test_tiny_table2_end_to_end(fake_mnist, workdir, variant):
     tiny = ["progress=false", "task.steps=6", "task.eval_every=3", "seeds=2", f"data_dir={fake_mnist}",

@@ -189,9 +189,13 @@ class DigitsProblem:
 
         from nalu.errors import ConfigError
 
-        require(data_root)
-        train = MNIST(str(data_root), train=True, download=False)
-        test = MNIST(str(data_root), train=False, download=False)
+        raw = require(data_root)
+        try:
+            train = MNIST(str(data_root), train=True, download=False)
+            test = MNIST(str(data_root), train=False, download=False)
+        except (RuntimeError, ValueError, EOFError, OSError) as e:  # a torn or foreign IDX file
+            raise ConfigError(f"MNIST in {raw} is unreadable ({str(e).splitlines()[0]}); `{FETCH_COMMAND}` "
+                              "checks the files against the official md5s and rewrites them") from None
         n = validation_images
         if not 0 < n < len(train.data):
             raise ConfigError(f"validation_images must be in (0, {len(train.data)}), got {n}")
