@@ -122,7 +122,7 @@ def validate(cfgs: list[DictConfig]) -> None:
     """Ask every cell of a sweep, before any runs, what the runner and its task can refuse from
     the config alone; one ConfigError naming every refused cell and why (a sweep with one bad
     value no longer stops after running the cells before it, nor skips the ones after)."""
-    refused = []
+    refused: dict[str, list[str]] = {}  # each reason once, with the cells it refuses
     for cfg in cfgs:
         try:
             cfg = cfg.copy()
@@ -131,6 +131,16 @@ def validate(cfgs: list[DictConfig]) -> None:
             if task.check:
                 task.check(cfg)
         except ConfigError as e:
-            refused.append(f"{cell_name(cfg)}: {e}")
+            refused.setdefault(str(e), []).append(cell_name(cfg))
     if refused:
-        raise ConfigError(f"{len(refused)} of {len(cfgs)} cells refused, none run: " + "; ".join(refused))
+        n = sum(map(len, refused.values()))
+        reasons = [f"{reason} ({'every cell' if len(names) == len(cfgs) else cells_text(names)})"
+                   for reason, names in refused.items()]
+        raise ConfigError(f"{n} of {len(cfgs)} cells refused, none run: " + "; ".join(reasons))
+
+
+def cells_text(names: list[str]) -> str:
+    """``static/mul/nac, translation/lstm_sum x4 and 3 more``: cells named once each, with a count."""
+    counts = {name: names.count(name) for name in names}
+    shown = [f"{name} x{k}" if k > 1 else name for name, k in counts.items()]
+    return ", ".join(shown) if len(shown) <= 3 else f"{', '.join(shown[:2])} and {len(shown) - 2} more"

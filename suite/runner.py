@@ -41,6 +41,7 @@ from tasks.metrics import EXTRAPOLATION
 # the keys the running sweep gives several values (set by the sweeper, ``hydra/sweeper=keeping``,
 # which parses the command line): what tells a sweep's cells apart in messages
 SWEPT: set[str] = set()
+SWEEP_REFUSED = False  # set by the fused launcher when it refuses a whole sweep before any cell ran
 SWEEP_FUNCTIONS = ("range(", "choice(", "glob(")
 STATUS_FILE = "NALU_STATUS_FILE"  # where a dry run also appends each cell's status as a JSON line
 

@@ -125,8 +125,8 @@ def test_a_bad_cell_refuses_the_sweep_before_any_cell_runs(workdir):
             workdir, check=False)
     assert p.returncode == 2
     line = p.stderr.strip().splitlines()[-1]
-    assert line.startswith("error: 2 of 4 cells refused, none run: static/pow/nac: unknown op 'pow'")
-    assert "static/root/nac: unknown op 'root'" in line
+    assert line.startswith("error: 2 of 4 cells refused, none run: unknown op 'pow'; valid: add, div,")
+    assert "(static/pow/nac); unknown op 'root'; valid: " in line and line.endswith("(static/root/nac)")
     assert not list(workdir.rglob("metrics.json")) and not list(workdir.rglob("history.csv"))
 
 
@@ -154,3 +154,19 @@ def test_a_nalu_trained_fused_has_the_outcomes_it_has_alone(workdir):
         lo, hi = wilson_interval(alone, 20)
         flo, fhi = wilson_interval(fused, 20)
         assert lo <= fused / 20 <= hi and flo <= alone / 20 <= fhi, (op, fused, alone)
+
+
+def test_a_refused_sweep_says_each_reason_once_and_leaves_its_folder_as_it_found_it(workdir):
+    args = RUN + ["model=nac", "task.op=add,mul", "hydra/launcher=fused", "name=kept"] + TINY_ARITHMETIC
+    cli(args, workdir)
+    sweep = workdir / "multirun/kept"
+    record = sweep / "multirun.yaml"
+    before = (record.read_bytes(), record.stat().st_mtime_ns, sorted(sweep.rglob("*")))
+    p = cli(args + ["optimizer.lr=-1"], workdir, check=False)
+    assert p.returncode == 2
+    line, = p.stderr.strip().splitlines()
+    assert line.startswith("error: 2 of 2 cells refused, none run: ") and line.endswith("(every cell)")
+    assert (record.read_bytes(), record.stat().st_mtime_ns, sorted(sweep.rglob("*"))) == before
+    fresh = cli(RUN + ["model=nac", "task.op=add,mul", "name=never", "optimizer.lr=-1", "hydra/launcher=fused"]
+                + TINY_ARITHMETIC, workdir, check=False)
+    assert fresh.returncode == 2 and not (workdir / "multirun/never").exists()

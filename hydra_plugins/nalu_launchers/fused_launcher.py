@@ -144,6 +144,7 @@ class FusedLauncher(Launcher):
         try:
             validate(cfgs)
         except ConfigError as e:
+            runner.SWEEP_REFUSED = True  # the sweeper puts the sweep folder back as it was
             exit_with(e)
         return list(by_key.values())
 

@@ -1,6 +1,7 @@
 """``hydra/sweeper=keeping`` (the suite's default): Hydra's basic sweeper, except that it tells the
 runner which keys the sweep varies (``suite.runner.SWEPT``: they name a cell in messages), and
-that a dry run (``dry_run=true``) leaves the sweep's ``multirun.yaml`` as it found it.
+that a dry run (``dry_run=true``), and a sweep refused before any cell ran, leave the sweep's
+``multirun.yaml`` and folders as they found them.
 
 Hydra's sweeper writes ``<sweep dir>/multirun.yaml`` (the sweep's config and overrides) before any
 job, so a dry run that touches nothing else would still replace the record of the command that
@@ -33,9 +34,17 @@ class KeepingSweeper(BasicSweeper):
         record, kept = sweep_dir / RECORD, sweep_dir / SET_ASIDE
         if kept.exists():  # a killed dry run's: the record it set aside is the true one
             os.replace(kept, record)
-        if not self.config.get("dry_run"):
-            return super().sweep(arguments)
         found, before = record.exists(), existing(sweep_dir)
+        if not self.config.get("dry_run"):
+            saved = (record.read_bytes(), record.stat().st_mtime_ns) if found else None
+            runner.SWEEP_REFUSED = False
+            try:
+                return super().sweep(arguments)
+            except SystemExit:
+                if runner.SWEEP_REFUSED:  # refused before any cell ran: the sweep as it was found
+                    put_back(record, saved)
+                    remove_what_it_made(sweep_dir, before)
+                raise
         if found:
             os.replace(record, kept)
         try:
@@ -46,6 +55,15 @@ class KeepingSweeper(BasicSweeper):
             else:
                 record.unlink(missing_ok=True)
             remove_what_it_made(sweep_dir, before)
+
+
+def put_back(record: Path, saved: tuple[bytes, int] | None) -> None:
+    """The record as it was (its bytes and modification time), or none where there was none."""
+    if saved is None:
+        record.unlink(missing_ok=True)
+        return
+    record.write_bytes(saved[0])
+    os.utime(record, ns=(saved[1], saved[1]))
 
 
 def existing(sweep_dir: Path) -> set[Path]:
