@@ -19,7 +19,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -30,7 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 from nalu import device as devices
 from nalu.errors import ConfigError, exit_with
 from nalu.train import Checkpoint, Stopped
-from suite.config import PENDING, cell_name, check_config, resolve_seeds, task_of
+from suite.config import PENDING, cell_name, cells_text, check_config, resolve_seeds, task_of
 from suite.io import read_json, write_json_atomic
 from suite.loggers import RunLogger
 from suite.machine import environment
@@ -220,6 +220,40 @@ def run_cells(jobs: list[CellJob]) -> list[dict | None]:
             task.check(c.cfg)  # refusals known before any work, before the logger touches the cell's files
     if len(todo) > 1 and not task.run_group:
         raise ConfigError(f"task {cfg.task.name} trains one cell at a time; {len(todo)} were given together")
+    with ExitStack() as held:
+        busy = [c for c in todo if not held.enter_context(cell_lock(c.out_dir))]
+        for c in busy:  # another process is making it (the same sweep started twice): left to that one
+            settle_config(c.out_dir, runs=False)
+            print(f"busy {c.name}: another process is making it in {c.out_dir}; left to that one", file=sys.stderr)
+        made = train([c for c in todo if c not in busy], task, code) if len(busy) < len(todo) else {}
+    if busy:
+        raise ConfigError(f"{len(busy)} of {len(todo)} cells were being made by another process and left to it "
+                          f"({cells_text([c.name for c in busy])}); run this command again once it ends")
+    return [made.get(id(c)) if c is not None else None for c in cells]
+
+
+@contextmanager
+def cell_lock(out_dir: Path) -> Iterator[bool]:
+    """Hold ``<cell>/.lock`` while this process makes the cell; False where another process holds
+    it (an advisory ``flock``: released by the system when that process ends, however it ends)."""
+    import fcntl
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with open(out_dir / ".lock", "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def train(todo: list[Cell], task, code: dict) -> dict[int, dict]:
+    """Train ``todo`` (one group) from its checkpoint if one was saved; each cell's metrics by id."""
+    cfg = todo[0].cfg
     for c in todo:
         settle_config(c.out_dir, runs=True)
 
@@ -252,7 +286,7 @@ def run_cells(jobs: list[CellJob]) -> list[dict | None]:
             for c, r in zip(todo, results, strict=True)}
     checkpoint.remove()
     (todo[0].out_dir / "sittings.json").unlink(missing_ok=True)
-    return [made.get(id(c)) if c is not None else None for c in cells]
+    return made
 
 
 RATES = Path(__file__).resolve().parent.parent / "results" / "rates.csv"  # suite.timings writes it
@@ -417,7 +451,7 @@ def discard_if_untouched(out_dir: Path) -> None:
     the folders above it that then hold nothing: a refusal leaves no half-made run behind, and never
     touches a cell's results."""
     shutil.rmtree(out_dir / PENDING, ignore_errors=True)
-    made = {".hydra", "run.log", "history.csv", "sittings.json"}
+    made = {".hydra", "run.log", "history.csv", "sittings.json", ".lock"}
     if not out_dir.is_dir() or not {p.name for p in out_dir.iterdir()} <= made:
         return
     history = out_dir / "history.csv"

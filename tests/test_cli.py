@@ -346,3 +346,22 @@ def test_the_done_line_speaks_the_tables_words_and_counts_non_finite_seeds_as_in
     assert headline(seeds) == "; success 1/3; median best: extrapolation 0.3"
     seeds[2]["best"]["extrapolation"] = math.inf
     assert headline(seeds) == "; success 1/3; median best: extrapolation inf"
+
+
+def test_a_cell_another_process_is_making_is_left_to_it_and_the_command_says_so(workdir):
+    """The same command started twice: the second leaves the cell to the first (its lock held),
+    trains nothing, touches none of its files, and exits non-zero; once the first is gone, it runs."""
+    import fcntl
+
+    args = RUN + ["model=nac", "task.op=add", "name=twice", "hydra.run.dir=cell"] + TINY_ARITHMETIC
+    cell = workdir / "cell"
+    cell.mkdir()
+    with open(cell / ".lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        p = cli(args, workdir, check=False)
+    assert p.returncode == 2
+    assert "busy static/add/nac: another process is making it" in p.stderr
+    assert p.stderr.strip().splitlines()[-1].startswith("error: 1 of 1 cells were being made by another process")
+    assert not (cell / "metrics.json").exists() and not (cell / ".hydra").exists()
+    cli(args, workdir)
+    assert json.loads((cell / "metrics.json").read_text())["complete"]
