@@ -32,7 +32,7 @@ from torch import Tensor, nn
 
 from nalu.ensemble import Layout, count_members
 from nalu.errors import ConfigError, check_choice
-from nalu.units import UNITS
+from nalu.units import resolve
 
 # (in_features, out_features, members, last) -> layer
 LayerFactory = Callable[[int, int, int, bool], nn.Module]
@@ -177,7 +177,8 @@ def units(
     step_depth: int = 1,
     **unit_kwargs,
 ) -> Stack:
-    """A stack of arithmetic units (``unit`` in ``nalu.units.UNITS``) with no nonlinearity between.
+    """A stack of arithmetic units (``unit`` in ``nalu.units.UNITS``, or a unit from outside the
+    suite, ``module:Class`` or ``file.py:Class``: ``nalu.units.resolve``) with no nonlinearity between.
 
     ``hidden_unit`` (default: ``unit``) is the unit of every layer before the last, e.g. the NAU
     under the NMU of Madsen & Johansen's multiplication model. ``unit_kwargs`` go to every layer,
@@ -185,20 +186,19 @@ def units(
     of another kind, such as an NAU under an NPU, takes other arguments). ``unit`` may instead
     list one unit per layer (``[nalu, nac, nac]``), each built with its own defaults.
     """
-    if not isinstance(unit, str):
-        names = [check_choice("unit", u, UNITS) for u in unit]
-        if len(names) != len(hidden) + 1:
-            raise ConfigError(f"unit lists {len(names)} units for a stack of {len(hidden) + 1} layers")
+    if unit is not None and not isinstance(unit, str):
+        if len(unit) != len(hidden) + 1:
+            raise ConfigError(f"unit lists {len(unit)} units for a stack of {len(hidden) + 1} layers")
         if hidden_unit or hidden_kwargs or unit_kwargs:
             raise ConfigError("a list of units takes no hidden_unit, hidden_kwargs or unit arguments")
-        classes = iter([UNITS[n] for n in names])  # Stack builds its layers first to last
+        classes = iter([resolve(u) for u in unit])  # Stack builds its layers first to last
 
         def next_layer(i: int, o: int, m: int, last: bool) -> nn.Module:
             return next(classes)(i, o, m)
 
         return Stack(next_layer, in_features, out_features, members, hidden, recurrent, state_init, step_depth)
-    cls = UNITS[check_choice("unit", unit, UNITS)]
-    hidden_cls = UNITS[check_choice("unit", hidden_unit, UNITS)] if hidden_unit else cls
+    cls = resolve(unit)
+    hidden_cls = resolve(hidden_unit) if hidden_unit else cls
     below = dict(unit_kwargs if hidden_kwargs is None else hidden_kwargs)
 
     def layer(i: int, o: int, m: int, last: bool) -> nn.Module:

@@ -18,7 +18,7 @@ from suite.config import CONFIG_DIR, cell_name, resolve_seeds, task_of, validate
 from suite.record import config_hash
 from tasks.cell import build_model, model_factory
 
-from .conftest import compose, make
+from .conftest import ROOT, compose, make
 
 TASKS = sorted(p.stem for p in (CONFIG_DIR / "task").glob("*.yaml"))
 MODELS = sorted(p.stem for p in (CONFIG_DIR / "model").glob("*.yaml"))
@@ -36,7 +36,8 @@ MODEL_TASKS = sorted(INPUTS)  # the others build their own model: uses_model: fa
 @pytest.mark.parametrize("task", MODEL_TASKS)
 @pytest.mark.parametrize("model", MODELS)
 def test_every_task_model_pair_composes_and_builds(task, model):
-    cfg = compose([f"task={task}", f"model={model}"])
+    given = {"unit": [f"model.unit={ROOT / 'examples/units/clipped_adder.py'}:ClippedAdder"]}  # what it needs
+    cfg = compose([f"task={task}", f"model={model}", *given.get(model, [])])
     OmegaConf.resolve(cfg)  # every interpolation resolves
     in_features, recurrent = INPUTS[task]
     factory = model_factory(cfg.model)

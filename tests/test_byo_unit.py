@@ -1,0 +1,104 @@
+"""A unit from outside the suite (``model=unit model.unit=<module>:<Class>``): resolved by module
+or file, held to the unit protocol in one line naming what is missing, and trained end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from nalu.ensemble import init_members
+from nalu.errors import ConfigError
+from nalu.stack import units
+from nalu.units import NAU, resolve
+
+from .conftest import ROOT, TINY_ARITHMETIC
+
+EXAMPLE = "examples.units.clipped_adder:ClippedAdder"
+EXAMPLE_FILE = str(ROOT / "examples/units/clipped_adder.py") + ":ClippedAdder"
+
+
+def test_registry_names_and_outside_units_resolve_to_their_classes(monkeypatch):
+    assert resolve("nau") is NAU
+    with pytest.raises(ConfigError, match="valid: .*nau"):
+        resolve("nua")
+    monkeypatch.syspath_prepend(str(ROOT))
+    by_module, by_file = resolve(EXAMPLE), resolve(EXAMPLE_FILE)
+    assert by_module.__name__ == by_file.__name__ == "ClippedAdder"
+
+
+def test_an_outside_unit_stacks_members_by_seed_and_adds_exactly_when_set_by_hand():
+    model = units(EXAMPLE_FILE, in_features=2, out_features=1, members=3, hidden=[])
+    init_members(model, [0, 1, 2])
+    (W,) = [p for p in model.parameters()]
+    assert not torch.equal(W[0], W[1])  # members differ by seed ...
+    again = units(EXAMPLE_FILE, in_features=2, out_features=1, members=3, hidden=[])
+    init_members(again, [0, 1, 2])
+    assert torch.equal(next(again.parameters()), W)  # ... and repeat from it
+    with torch.no_grad():
+        W.copy_(torch.tensor([[[1.0, 1.0]], [[1.0, -1.0]], [[3.0, 0.0]]]))
+    x = torch.tensor([[[3.0, 4.0], [-2.5, 10.0]]])  # [1, B, 2]
+    assert model(x).squeeze(-1).tolist() == [[7.0, 7.5], [-1.0, -12.5], [9.0, -7.5]]
+    for layer in model.layers:
+        layer.after_step(1, torch.zeros(3))
+    assert W.abs().max() == 1.0  # its after_step hook clamps
+
+
+BROKEN = '''
+import torch
+from torch import nn
+
+class OneArg(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+
+class NoInit(nn.Module):
+    def __init__(self, in_features, out_features, members=1):
+        super().__init__()
+
+class DropsMembers(nn.Module):
+    def __init__(self, in_features, out_features, members=1):
+        super().__init__()
+        self.W = nn.Parameter(torch.zeros(members, out_features, in_features))
+    def init_member(self, i, g):
+        pass
+    def forward(self, x):
+        return (x @ self.W.transpose(1, 2))[0]
+'''
+
+
+@pytest.mark.parametrize("cls,says", [
+    ("Missing", "has no torch module 'Missing'; it has: DropsMembers, NoInit, OneArg"),
+    ("OneArg", "its constructor must take (in_features, out_features, members), it takes (n)"),
+    ("NoInit", "it has no init_member(i, generator), so its members would not differ by seed"),
+    ("DropsMembers", "forward must map [M|1, B, in] to [M, B, out]: inputs [1, 4, 3] and [2, 4, 3] gave [4, 2]"),
+])
+def test_a_class_off_the_protocol_is_refused_in_one_line_naming_what_is_missing(tmp_path, cls, says):
+    (tmp_path / "mine.py").write_text(BROKEN)
+    with pytest.raises(ConfigError) as e:
+        resolve(f"{tmp_path / 'mine.py'}:{cls}")
+    assert says in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_missing_file_or_module_is_one_line():
+    with pytest.raises(ConfigError, match="no file"):
+        resolve("nowhere/unit.py:Unit")
+    with pytest.raises(ConfigError, match="cannot import no_such_package.units"):
+        resolve("no_such_package.units:Unit")
+
+
+def test_an_outside_unit_trains_end_to_end_from_the_command_line(tmp_path):
+    """From the repository root, as the README shows it: a fused sweep over two ops."""
+    out = tmp_path / "sweep"
+    p = subprocess.run([sys.executable, "-m", "suite.run", "-m", "model=unit", f"model.unit={EXAMPLE}",
+                        "task.op=add,sub", "name=byo", f"hydra.sweep.dir={out}", "hydra/launcher=fused",
+                        *TINY_ARITHMETIC], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                       env={"PATH": "/usr/bin:/bin", "WANDB_MODE": "disabled"})
+    assert p.returncode == 0, p.stderr
+    made = [json.loads(m.read_text()) for m in out.glob("*/metrics.json")]
+    assert sorted(m["cell"] for m in made) == ["static/add/unit", "static/sub/unit"]
+    assert all(m["complete"] and m["config"]["model"]["unit"] == EXAMPLE for m in made)
+    assert made[0]["fused_with"]  # one group, as the suite's own units
