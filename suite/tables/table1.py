@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from nalu.scoring import wilson_interval
+from suite.tables import best_of_k
 from suite.tables.common import (
     choose_seed, fmt, load_cells, machines, paper, paper_float, quantiles, require, to_markdown, write_table,
 )
@@ -64,6 +65,18 @@ def reference_mse(member: dict, reference: str, rng: str) -> float:
     return member["targets"][reference][rng]  # recorded since 2026-12-05
 
 
+def scores(cell: dict, checkpoint: str, reference: str) -> dict[str, np.ndarray]:
+    """Per range, each seed's scaled score (``+inf`` where it diverged or is undefined)."""
+    members = cell["members"]
+    diverged = np.array([m["diverged"] for m in members])
+    out = {}
+    for rng in RANGES:
+        ref = np.array([reference_mse(m, reference, rng) for m in members])
+        score = 100 * np.array([m[checkpoint][rng] for m in members]) / ref
+        out[rng] = np.where(diverged | np.isnan(score), np.inf, score)
+    return out
+
+
 def cell_rows(cell: dict, checkpoint: str, reference: str, solved_below: float) -> list[dict]:
     """One row per range: the chosen seed's score and the seed statistics of one cell."""
     members = cell["members"]
@@ -72,10 +85,7 @@ def cell_rows(cell: dict, checkpoint: str, reference: str, solved_below: float) 
     # Madsen & Johansen's criterion (cells run before it existed have no "solved")
     success = sum(m["solved"] for m in members) if all("solved" in m for m in members) else math.nan
     rows = []
-    for rng in RANGES:
-        ref = np.array([reference_mse(m, reference, rng) for m in members])
-        score = 100 * np.array([m[checkpoint][rng] for m in members]) / ref
-        score = np.where(diverged | np.isnan(score), np.inf, score)
+    for rng, score in scores(cell, checkpoint, reference).items():
         q25, median, q75 = quantiles(score)
         finite = score[np.isfinite(score)]
         rows.append({
@@ -205,6 +215,11 @@ def build(evidence: Path | list[Path], out: Path, checkpoint: str = "best",
     still_improving = (f" In {len(still)} of the {int(ext.ours.notna().sum())} cells run, the chosen "
                        "seed had not solved extrapolation and its best validation step was the last "
                        "one: more iterations would likely change those cells.")
+    many = max(len(c["members"]) for c in cells) >= best_of_k.MIN_SEEDS  # enough seeds to ask best-of-k
+    if many:
+        best = best_of_k.curves([(c, scores(c, checkpoint, reference)) for c in cells], df, checkpoint)
+        best = best.assign(function=pd.Categorical(best.function, FUNCTIONS, ordered=True)).sort_values(
+            ["task", "model", "function", "range", "k"], ascending=[False, True, True, False, True], kind="stable")
     md = "\n\n".join([
         "# Table 1: static and recurrent arithmetic (scaled error)",
         caption(cells, checkpoint, reference, solved_below),
@@ -221,9 +236,10 @@ def build(evidence: Path | list[Path], out: Path, checkpoint: str = "best",
         "`oracle` is the lowest score of any seed on that very range, which a practitioner could "
         "not choose (it looks at the test set).",
         to_markdown(extended.rename(columns={"paper_printed": "paper"})),
+        *([best_of_k.section(best, name)] if many else []),
     ]) + "\n"
     csv = df.drop(columns=["paper"]).rename(columns={"paper_printed": "paper"})
-    return write_table(out, name, md, csv)
+    return write_table(out, name, md, csv) + (best_of_k.write(best, out, name) if many else [])
 
 
 def selection_text(df: pd.DataFrame) -> str:
