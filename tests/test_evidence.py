@@ -19,7 +19,7 @@ RESULTS = ROOT / "results"
 PENDING = {"table1_seeds100", "table2_last", "figure4",
            "figure4_numbers", "figure5_wirings",
            "units_seeds100", "figure5_late_zero",
-           "table3_paper_grid", "table3_tf_init",
+           "table3_paper_grid",
            "table2_mnist_example", "table2_nalu_grid", "table4_long", "figure4_trained"}
 
 

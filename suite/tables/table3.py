@@ -120,6 +120,13 @@ def figure(chosen: pd.Series | None, png: Path, md: Path, csv: Path) -> None:
     write_text_atomic(md, "\n\n".join(lines) + "\n")
 
 
+INITS = {  # model.init (baselines/rnn.py), as the caption says it
+    "torch": " (PyTorch's initialisation)",
+    "tensorflow": " (TensorFlow's initialisation, as the paper's authors describe theirs: Glorot-uniform input "
+                  "weights, orthogonal recurrent weights, forget-gate bias 1)",
+}
+
+
 def build(evidence: Path | list[Path], out: Path, name: str = "table3") -> list[Path]:
     """Table 3 as ``<out>/<name>.md|csv`` and Figure 3 beside it (``figure3`` followed by what
     follows ``table3`` in ``name``: ``table3_paper`` -> ``figure3_paper``)."""
@@ -150,7 +157,8 @@ def build(evidence: Path | list[Path], out: Path, name: str = "table3") -> list[
             f"Numbers {tc['numbers'][0]}..{tc['numbers'][1]} in words, split {c0['split']['train']} / "
             f"{c0['split']['validation']} / {c0['split']['test']} (train / validation / test; 0..19 "
             f"and every token in train, split seed {tc['split']['seed']}). Token embedding "
-            f"{tc['embedding']}, one LSTM layer; {c0['steps']:,} full-batch Adam steps (the paper: "
+            f"{tc['embedding']}, one LSTM layer{INITS[c0['config']['model'].get('init', 'torch')]}; "
+            f"{c0['steps']:,} full-batch Adam steps (the paper: "
             f"300,000), squared error on the output after the last token. Grid: LSTM state size "
             f"{sizes} x learning rate {lrs} x {len(c0['seeds'])} seeds per model; the row is the "
             "candidate with the lowest validation MSE (at its best step), as in the paper's Appendix D."
