@@ -51,8 +51,12 @@ $(if $(VARIANT),$(if $(wildcard configs/experiment/*_$(VARIANT).yaml),,$(error V
 # input range, subsets and overlap; configs/experiment/table1_static_protocol<k>.yaml; protocol1_seeds100:
 # its NAC and NALU with 100 seeds); the search covers the static task only
 STATIC_ONLY := $(filter protocol%,$(VARIANT))
+# UNIT=<package.module>:<Class> (make benchmark-unit): the files are named after the class, lower case
+UNIT ?=
+UNIT_NAME = $(shell echo '$(UNIT)' | sed 's/.*://' | tr 'A-Z' 'a-z')
+BENCH_OUT ?= results/benchmarks
 
-.PHONY: help install data test test-slurm notebook bench archive reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-protocol-search reproduce-units verify clean
+.PHONY: help install data test test-slurm notebook bench benchmark-unit archive reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-protocol-search reproduce-units verify clean
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -147,6 +151,12 @@ else
 	$(EVIDENCE) units multirun/units multirun/units_long
 	$(call TABLES,units)
 endif
+
+benchmark-unit: install  ## a unit of your own (UNIT=<package.module>:<Class> or <file.py>:<Class>) on the units table's protocol, beside the suite's units -> results/benchmarks/<class>.{md,csv,png} (BENCH_OUT=<folder> elsewhere)
+	$(if $(UNIT),,$(error give UNIT=<package.module>:<Class>, e.g. make benchmark-unit UNIT=examples.units.clipped_adder:ClippedAdder))
+	$(RUN) -m +experiment=benchmark_unit 'model.unit=$(UNIT)' name=benchmark_$(UNIT_NAME) hydra.sweep.dir=multirun/benchmark_$(UNIT_NAME) $(SWEEP)
+	$(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(UNIT_NAME) multirun/benchmark_$(UNIT_NAME) --out $(BENCH_OUT) && \
+	  $(PY) -m suite.tables units --evidence $(BENCH_OUT)/$(UNIT_NAME).jsonl results/evidence/units.jsonl --long units_long --out $(BENCH_OUT) --name $(UNIT_NAME))
 
 verify: data  ## rerun TARGET's cells (or SAMPLE="model=nac") in a scratch copy and compare with results/ within seed-level noise
 	$(if $(TARGET),,$(error give TARGET=<target>, e.g. make verify TARGET=table5))

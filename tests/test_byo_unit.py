@@ -4,6 +4,7 @@ or file, held to the unit protocol in one line naming what is missing, and train
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -102,3 +103,29 @@ def test_an_outside_unit_trains_end_to_end_from_the_command_line(tmp_path):
     assert sorted(m["cell"] for m in made) == ["static/add/unit", "static/sub/unit"]
     assert all(m["complete"] and m["config"]["model"]["unit"] == EXAMPLE for m in made)
     assert made[0]["fused_with"]  # one group, as the suite's own units
+
+
+def test_make_benchmark_unit_scores_it_beside_the_suites_units(tmp_path):
+    """The make target as the README shows it, in a scratch copy of this tree, narrowed to a tiny
+    budget: the unit's cells, its evidence, and a scorecard that holds it and the suite's units."""
+    from scripts.verify import copy_tree
+
+    copy_tree(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES")}
+    p = subprocess.run(["make", "benchmark-unit", f"UNIT={EXAMPLE}", "BENCH_OUT=scorecards", "JOBS=1",
+                        "SAMPLE=task.steps=60 task.eval_every=20 seeds=2 progress=false"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    card = (tmp_path / "scorecards/clippedadder.md").read_text()
+    rows = [line for line in card.splitlines() if line.startswith(("| a", "| sqrt(a)"))]
+    assert sum("| ClippedAdder " in line for line in rows) == 6 and any("| NAU " in line for line in rows)
+    assert (tmp_path / "scorecards/clippedadder.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("evidence", sorted((ROOT / "results/benchmarks").glob("*.jsonl")), ids=lambda p: p.stem)
+def test_a_committed_scorecard_is_rebuilt_from_its_evidence_byte_for_byte(tmp_path, evidence):
+    from suite.tables import units
+
+    units.build([evidence, ROOT / "results/evidence/units.jsonl"], tmp_path, long="units_long", name=evidence.stem)
+    for suffix in (".md", ".csv"):
+        assert (tmp_path / f"{evidence.stem}{suffix}").read_text() == evidence.with_suffix(suffix).read_text()

@@ -33,6 +33,13 @@ UNITS = {"nac": "NAC", "nalu": "NALU", "nau": "NAU", "nmu": "NAU + NMU", "inalu"
          "realnpu": "NAU + RealNPU", "relu6": "ReLU6 MLP", "none": "linear"}
 
 
+def unit_label(cell: dict) -> str:
+    """The unit's name in the table: the suite's own by ``UNITS``, one from outside by its class."""
+    if cell["model"] == "unit":
+        return str(cell["config"]["model"]["unit"]).rpartition(":")[2]
+    return UNITS.get(cell["model"], cell["model"])
+
+
 def rows(cells: list[dict]) -> pd.DataFrame:
     out = []
     for c in cells:
@@ -45,14 +52,14 @@ def rows(cells: list[dict]) -> pd.DataFrame:
         lo, hi = wilson_interval(k, n)
         at = {m["seed"]: m["solved_at"] for m in members if m["solved"] and m.get("solved_at") is not None}
         sparsity = [m["sparsity_error"] for m in members if m["solved"] and m["sparsity_error"] is not None]
-        out.append({"function": c["label"], "model": c["model"], "solved": k, "solved_published": k_pub,
+        out.append({"function": c["label"], "model": c["model"], "unit": unit_label(c), "solved": k, "solved_published": k_pub,
                     "seeds": n, "rate": k / n,
                     "rate_lo": lo, "rate_hi": hi,
                     "solved_at_median": float(np.median(list(at.values()))) if at else math.nan,
                     "sparsity_mean": float(np.mean(sparsity)) if sparsity else math.nan,
                     "diverged": sum(m["diverged"] for m in members), "steps": c["steps"],
                     "epsilon": c["config"]["task"]["success"]["epsilon"]})
-    return pd.DataFrame(out, columns=["function", "model", "solved", "solved_published", "seeds", "rate", "rate_lo", "rate_hi",
+    return pd.DataFrame(out, columns=["function", "model", "unit", "solved", "solved_published", "seeds", "rate", "rate_lo", "rate_hi",
                                       "solved_at_median", "sparsity_mean", "diverged", "steps", "epsilon"])
 
 
@@ -71,15 +78,16 @@ def with_paper(df: pd.DataFrame) -> pd.DataFrame:
 
 def plot(df: pd.DataFrame, path: Path, caption: str) -> None:
     fig, ax = plt.subplots(figsize=(11, 4.5))
-    models = [m for m in UNITS if m in set(df.model)]
+    df = df.assign(unit_key=np.where(df.model == "unit", df.unit, df.model))  # a unit from outside: its class
+    models = [m for m in UNITS if m in set(df.unit_key)] + sorted(set(df.unit_key) - set(UNITS))
     width = 0.8 / max(len(models), 1)
     cmap = plt.get_cmap("tab10")
     for j, model in enumerate(models):
-        f = df[df.model == model].set_index("function").reindex(FUNCTIONS)
+        f = df[df.unit_key == model].set_index("function").reindex(FUNCTIONS)
         x = np.arange(len(FUNCTIONS)) + (j - (len(models) - 1) / 2) * width
         rate = 100 * f.rate.to_numpy(dtype=float)
         err = 100 * np.stack([f.rate - f.rate_lo, f.rate_hi - f.rate]).astype(float).clip(min=0)  # rounding
-        ax.bar(x, rate, width, color=cmap(j), label=UNITS[model], yerr=err, capsize=2, error_kw={"lw": 0.8})
+        ax.bar(x, rate, width, color=cmap(j), label=UNITS.get(model, model), yerr=err, capsize=2, error_kw={"lw": 0.8})
         paper_rate = 100 * pd.to_numeric(f.paper, errors="coerce").to_numpy(dtype=float)
         ax.scatter(x, paper_rate, marker="_", s=120, color="black", zorder=3,
                    label="Madsen & Johansen (2020)" if j == 0 else None)
@@ -102,7 +110,7 @@ def shown(df: pd.DataFrame) -> pd.DataFrame:
     """The markdown columns: ours beside Madsen & Johansen's."""
     return pd.DataFrame({
         "function": df.function.astype(str),
-        "unit": df.model.map(UNITS),
+        "unit": df.unit,
         "steps": [f"{s:,}" for s in df.steps],
         "success": [f"{k}/{n} ({100 * r:.0f}%, {100 * lo:.0f}-{100 * hi:.0f}%)"
                     for k, n, r, lo, hi in zip(df.solved, df.seeds, df.rate, df.rate_lo, df.rate_hi)],
