@@ -82,3 +82,16 @@ def test_a_static_tables_protocol_is_read_from_its_evidence():
     assert claims.protocol(evidence / "table3.jsonl") == "" and claims.protocol(evidence / "absent.jsonl") == ""
     df = evaluate(RESULTS)
     assert set(df[df.table == "table1_protocol1"].protocol) == {"U[0.1, 1], subsets 0.02, overlap 0"}
+
+
+def test_the_best_of_k_reading_asks_whether_the_best_of_10_by_validation_prints_zero_at_even_odds():
+    import pandas as pd
+
+    from suite.claims import STATIC_NALU, best_of_k
+
+    df = pd.DataFrame([{"task": "static", "range": "extrapolation", "function": f, "model": "nalu", "k": k,
+                        "p_validation": p} for f, k, p in [("a*b", 10, 0.1), ("a*b", 50, 0.5), ("a^2", 10, 0.53),
+                                                           ("a+b", 10, 0.9)]])
+    checks = best_of_k(10, STATIC_NALU)(df)
+    assert [(c.cell, c.agrees) for c in checks] == [("static nalu a*b", False), ("static nalu a^2", True)]
+    assert checks[0].shown == "P(best of 10 prints 0.0) 0.10"
