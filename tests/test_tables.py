@@ -154,3 +154,21 @@ def test_table2_keeps_the_grid_point_whose_chosen_seed_validates_best_and_names_
     assert grid == {("counting", "nalu"): "model.gate_bias=3.0 (1 of 2)"}
     # a diverged seed never represents its cell, however low its last validation error
     assert select([cell("x", [0.4]), cell("y", [0.01, 0.5], diverged=(0,))])[0][0]["run"].endswith("x")
+
+
+def test_the_units_table_counts_the_same_seeds_under_each_criterion_and_names_where_they_disagree():
+    from suite.tables.units import criteria_text, rows
+
+    def member(extrapolation, solved, diverged=False):
+        return {"seed": 0, "diverged": diverged, "best": {"extrapolation": extrapolation},
+                "reference": {"extrapolation": 1000.0}, "solved": solved, "solved_published": solved,
+                "sparsity_error": 0.0, "solved_at": 100 if solved else None}
+
+    # scaled scores 0.01 (prints 0.0, solved), 0.04 (prints 0.0, not solved), 1.0, and a diverged seed
+    cell = {"label": "a+b", "model": "nac", "steps": 50_000, "config": {"task": {"success": {"epsilon": 1e-5}}},
+            "members": [member(0.1, True), member(0.4, False), member(10.0, False), member(1e-6, False, True)]}
+    df = rows([cell])
+    assert (df.solved.item(), df.solved_published.item(), df.printed_zero.item(), df.seeds.item()) == (1, 1, 2, 4)
+    text = criteria_text(df)
+    assert "They agree on 0 of 1 cells" in text and "- a+b NAC (50,000 steps): success 1, published threshold 1, prints 0.0 2 of 4" in text
+    assert "They agree on 1 of 1 cells" in criteria_text(df.assign(printed_zero=1))
