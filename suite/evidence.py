@@ -92,7 +92,16 @@ def load(*files: Path) -> list[dict]:
         if not f.is_file():
             print(f"warning: {f} does not exist (make its target first)", file=sys.stderr)
             continue
-        cells += [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+        for n, line in enumerate(f.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                cells.append(json.loads(line))
+            except json.JSONDecodeError as e:  # a torn or hand-edited file: name it, build nothing from it
+                from nalu.errors import ConfigError
+
+                raise ConfigError(f"{f}, line {n}, is not JSON ({e.msg}); `git checkout {f}` restores the "
+                                  "committed one, or its make target writes it again") from None
     return cells
 
 

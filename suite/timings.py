@@ -175,7 +175,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--readme", type=Path, default=ROOT / "README.md", help="whose timings block to fill ('none')")
     a = p.parse_args(argv)
     readme = None if str(a.readme) == "none" else a.readme
-    print("wrote " + ", ".join(map(str, write(a.results, readme))), file=sys.stderr)
+    from nalu.errors import ConfigError, exit_with
+
+    try:
+        print("wrote " + ", ".join(map(str, write(a.results, readme))), file=sys.stderr)
+    except ConfigError as e:  # a torn evidence file
+        exit_with(e)
 
 
 if __name__ == "__main__":

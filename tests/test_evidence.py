@@ -146,3 +146,17 @@ def test_restored_cells_are_up_to_date_and_the_sweep_goes_on_with_the_missing_on
 def test_a_table_without_evidence_is_pending_and_one_with_evidence_has_its_table():
     for b in BUILT:
         assert (RESULTS / f"{b.name}.csv").exists() or b.name in PENDING, b.name
+
+
+def test_a_torn_evidence_file_is_one_line_and_exit_2_with_nothing_built(tmp_path):
+    from .conftest import cli
+
+    good = (EVIDENCE_DIR / "table1.jsonl").read_text().splitlines()
+    torn = tmp_path / "table1.jsonl"
+    torn.write_text(good[0] + "\n" + good[1][:200] + "\n")
+    p = cli(["-m", "suite.tables", "table1", "--evidence", str(torn), "--out", str(tmp_path / "out")], tmp_path,
+            check=False)
+    assert p.returncode == 2
+    (line,) = p.stderr.strip().splitlines()
+    assert line.startswith(f"error: {torn}, line 2, is not JSON") and "git checkout" in line
+    assert not (tmp_path / "out" / "table1.md").exists()

@@ -94,11 +94,21 @@ def writable(folder: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """The command line; a refusal (a torn evidence file, a missing column) is one line, exit 2."""
+    from nalu.errors import ConfigError, exit_with
+
+    try:
+        run(argv)
+    except ConfigError as e:
+        exit_with(e)
+
+
+def run(argv: list[str] | None = None) -> None:
     a = parser().parse_args(argv)
     if a.what == "build":
         from suite.targets import BY_NAME
 
-        return main(BY_NAME[a.target].command(a.out))
+        return run(BY_NAME[a.target].command(a.out))
     out = a.out if a.what != "curves" else (a.out.parent if a.out else a.run_dir)
     writable(out)
     if a.what != "curves" and a.evidence is None:
