@@ -105,16 +105,18 @@ def settle_config(out_dir: Path, runs: bool) -> None:
         shutil.rmtree(pending, ignore_errors=True)
 
 
-def why_run(cfg: DictConfig, out_dir: Path) -> str | None:
-    """Why the cell in ``out_dir`` is to be made (None: it is complete and up to date)."""
+def why_run(cfg: DictConfig, out_dir: Path, digest: str | None = None) -> str | None:
+    """Why the cell in ``out_dir`` is to be made (None: it is complete and up to date); ``digest``:
+    its config hash where the caller has it."""
     check_config(cfg)
-    return "force=true" if cfg.force else out_of_date(out_dir, config_hash(cfg), task_of(cfg).numerics)
+    return "force=true" if cfg.force else out_of_date(out_dir, digest or config_hash(cfg), task_of(cfg).numerics)
 
 
 def prepare(cfg: DictConfig, out_dir: Path, overrides: str = "") -> Cell | None:
     """Resolve and check ``cfg``; None if the cell is up to date (or this is a dry run)."""
-    reason = why_run(cfg, out_dir)
+    check_config(cfg)
     digest, numerics = config_hash(cfg), task_of(cfg).numerics
+    reason = why_run(cfg, out_dir, digest)
     name = label(cell_name(cfg), overrides)
     if cfg.get("dry_run"):
         note = code_note(out_dir) if reason is None else ""

@@ -12,16 +12,15 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from hydra_plugins.nalu_launchers import fused_launcher
 from hydra_plugins.nalu_launchers.fused_launcher import FusedLauncher, last_line
 
 from .conftest import TINY_ARITHMETIC, cli
+from .test_checkpoint import wait_for
 
 RUN = ["-m", "suite.run", "-m"]
 LOCAL = ["hydra/launcher=fused_slurm", "hydra.launcher.cluster=local", "hydra.launcher.poll_s=0.5"]
@@ -32,14 +31,6 @@ LONG = ["model=nalu", "task.op=add,mul", *TINY_ARITHMETIC, "task.steps=8000", "t
 
 def members(folder: Path) -> dict[str, list]:
     return {m["cell"]: m["members"] for m in (json.loads(p.read_text()) for p in folder.glob("*/metrics.json"))}
-
-
-def wait_for(predicate, timeout: float) -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > end:
-            raise TimeoutError
-        time.sleep(0.1)
 
 
 def task_processes(workdir: Path) -> list[int]:
@@ -122,15 +113,14 @@ class FakeJob:
         return [["returned"]]
 
 
-def test_each_group_ends_in_one_line_and_a_failed_one_names_its_error_and_log(tmp_path, monkeypatch, caplog):
-    monkeypatch.setattr(fused_launcher, "describe", lambda group: f"cells of {group}")
+def test_each_group_ends_in_one_line_and_a_failed_one_names_its_error_and_log(tmp_path, caplog):
     log = tmp_path / "7_1_log.err"
     log.write_text("Traceback (most recent call last):\n  ...\nerror: task.op: 'pow' is not one of add, sub\n"
                    "submitit WARNING (2026-12-05) - Bypassing signal SIGCONT\n")
     jobs = {0: FakeJob("7_0", tmp_path / "7_0_log.err"), 1: FakeJob("7_1", log, RuntimeError("long\ntrace"))}
     results = [None, None]
     with caplog.at_level("INFO"):
-        failed = FusedLauncher(cluster="local", poll_s=0.01).wait(jobs, ["g0", "g1"], results)
+        failed = FusedLauncher(cluster="local", poll_s=0.01).wait(jobs, ["cells of g0", "cells of g1"], results)
     assert failed == ["7_1"] and results[0] == ["returned"]
     lines = [r.getMessage() for r in caplog.records]
     assert any(m.endswith("task 7_0 done: cells of g0") for m in lines)

@@ -77,12 +77,12 @@ def cells_of(jobs: list[Job]) -> list[tuple[DictConfig, Path]]:
     return out
 
 
-def describe(jobs: list[Job]) -> str:
-    """A group's cells for messages: ``static/add/nalu, static/mul/nalu and 4 more``."""
+def describe(jobs: list[Job], cells: list[tuple[DictConfig, Path]]) -> str:
+    """A group's cells (``cells_of(jobs)``) for messages: ``static/add/nalu, static/mul/nalu and 4 more``."""
     from suite import runner
     from suite.config import cell_name
 
-    names = [runner.label(cell_name(cfg), shown) for (_, _, shown), (cfg, _) in zip(jobs, cells_of(jobs), strict=True)]
+    names = [runner.label(cell_name(cfg), shown) for (_, _, shown), (cfg, _) in zip(jobs, cells, strict=True)]
     return ", ".join(names) if len(names) <= 3 else f"{', '.join(names[:2])} and {len(names) - 2} more"
 
 
@@ -177,34 +177,35 @@ class FusedLauncher(Launcher):
         from suite import runner
 
         results: list[list[JobReturn] | None] = [None] * len(groups)
-        todo = [i for i, g in enumerate(groups)
-                if any(not cfg.get("dry_run") and runner.why_run(cfg, d) for cfg, d in cells_of(g))]
+        cells = [cells_of(g) for g in groups]
+        todo = [i for i, cs in enumerate(cells) if any(not cfg.get("dry_run") and runner.why_run(cfg, d) for cfg, d in cs)]
         for i in sorted(set(range(len(groups))) - set(todo)):
             results[i] = execute_group(self.hydra_context, groups[i], state)
         if not todo:
             log.info("Fused launcher: nothing to submit (every cell is up to date, or this is a dry run)")
             return results
-        executor = self.executor(sweep_dir, [groups[i] for i in todo])
+        threads = max(int(cfg.get("threads", 1)) for i in todo for cfg, _ in cells[i])
+        executor = self.executor(sweep_dir, threads)
+        names = {i: describe(groups[i], cells[i]) for i in todo}
         jobs = executor.map_array(GroupCall(self.hydra_context), [groups[i] for i in todo], [state] * len(todo))
         array, folder = jobs[0].job_id.split("_")[0], jobs[0].paths.folder.parent
         logs = f"{folder}/{array}_*/" if "_" in jobs[0].job_id else f"{folder}/"  # an array's tasks, or local jobs
         log.info(f"Fused launcher: submitted array job {array}: {len(todo)} array tasks, one per group with work"
                  f" ({len(groups) - len(todo)} up to date); logs in {logs}")
         for i, job in zip(todo, jobs, strict=True):
-            log.info(f"\ttask {job.job_id}: {describe(groups[i])}")
-        failed = self.wait(dict(zip(todo, jobs, strict=True)), groups, results)
+            log.info(f"\ttask {job.job_id}: {names[i]}")
+        failed = self.wait(dict(zip(todo, jobs, strict=True)), names, results)
         if failed:
             log.error(f"Fused launcher: {len(failed)} of {len(todo)} groups failed ({', '.join(failed)}); "
                       "their cells resume from their checkpoints when this command runs again")
             raise SystemExit(2)
         return results
 
-    def executor(self, sweep_dir: Path, groups: list[list[Job]]) -> Any:
+    def executor(self, sweep_dir: Path, threads: int) -> Any:
         """A submitit executor with the plain settings; the CPUs asked per task default to the
         groups' ``threads`` (a group trains on that many), the job name to the sweep's folder."""
         import submitit
 
-        threads = max(int(cfg.get("threads", 1)) for g in groups for cfg, _ in cells_of(g))
         executor = submitit.AutoExecutor(folder=self.folder or str(sweep_dir / ".submitit/%j"), cluster=self.cluster)
         executor.update_parameters(**self.submitit_parameters(threads, sweep_dir.name))
         return executor
@@ -218,7 +219,7 @@ class FusedLauncher(Launcher):
                  "slurm_account": s["account"], "slurm_qos": s["qos"], **self.parameters}
         return {k: v for k, v in given.items() if v is not None}
 
-    def wait(self, jobs: dict[int, Any], groups: list[list[Job]], results: list) -> list[str]:
+    def wait(self, jobs: dict[int, Any], names: dict[int, str] | list[str], results: list) -> list[str]:
         """Wait for the array, one line per group as it ends; the groups that failed. Interrupted
         (Ctrl-C, SIGTERM), it says that the array runs on and how to stop it."""
         import signal
@@ -235,10 +236,10 @@ class FusedLauncher(Launcher):
                 i = task_of[job.job_id]
                 try:
                     results[i] = job.results()[0]
-                    log.info(f"Fused launcher: [{n}/{len(jobs)}] task {job.job_id} done: {describe(groups[i])}")
+                    log.info(f"Fused launcher: [{n}/{len(jobs)}] task {job.job_id} done: {names[i]}")
                 except Exception as e:  # noqa: BLE001 - any failure of the task is reported in one line
                     failed.append(job.job_id)
-                    log.error(f"Fused launcher: [{n}/{len(jobs)}] task {job.job_id} failed: {describe(groups[i])}: "
+                    log.error(f"Fused launcher: [{n}/{len(jobs)}] task {job.job_id} failed: {names[i]}: "
                               f"{last_line(job.paths.stderr, e)} (log: {job.paths.stderr})")
         except KeyboardInterrupt:
             log.error(f"Fused launcher: stopped waiting; array job {array} goes on on the cluster "

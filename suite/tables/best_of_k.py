@@ -23,12 +23,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from suite.tables.common import PRINTS_ZERO as ZERO
 from suite.tables.common import save_figure, to_markdown
 from tasks.metrics import VALIDATION
 
 MIN_SEEDS = 20
 SHOWN_K = (1, 2, 5, 10, 20, 50, 100)
-ZERO = 0.05  # a score below this prints as 0.0 at the paper's precision
 
 
 def by_validation(good: np.ndarray, k: int) -> float:

@@ -11,6 +11,8 @@ import pandas as pd
 from suite.io import write_text_atomic
 from tasks.metrics import VALIDATION
 
+PRINTS_ZERO = 0.05  # a scaled score below this prints as 0.0 at the paper's one-decimal precision
+
 PAPER_DIR = Path(__file__).resolve().parents[2] / "results" / "paper"
 
 

@@ -26,10 +26,9 @@ import pandas as pd
 
 from nalu.scoring import wilson_interval
 from suite.io import write_text_atomic
+from suite.tables.common import PRINTS_ZERO as ZERO
 from suite.tables.common import load_cells, machines, paper, paper_float, require, save_figure, to_markdown
 from tasks.metrics import EXTRAPOLATION
-
-ZERO = 0.05  # a scaled score below this prints as 0.0 at Table 1's precision
 
 FUNCTIONS = ["a+b", "a-b", "a*b", "a/b", "a^2", "sqrt(a)"]
 UNITS = {"nac": "NAC", "nalu": "NALU", "nau": "NAU", "nmu": "NAU + NMU", "inalu": "iNALU", "npu": "NAU + NPU",
