@@ -32,7 +32,8 @@ def copy_tree(scratch: Path) -> None:
     """This tree's files (tracked, or new and not ignored) into ``scratch`` (times kept, so make sees
     ``.venv`` as built), the committed evidence included (a target's rerun overwrites its own, and
     a target that reads another's, units_paper or figure5_wirings, reads it); ``.venv`` and ``data``
-    linked, not copied."""
+    linked, not copied. A scratch kept from an earlier rerun (``--scratch``) is refreshed: its
+    cells that are up to date are not trained again."""
     files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     for name in filter(None, files.split("\0")):
         src = ROOT / name
@@ -41,7 +42,7 @@ def copy_tree(scratch: Path) -> None:
         (scratch / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src, scratch / name)
     for shared in (".venv", "data"):
-        if (ROOT / shared).exists():
+        if (ROOT / shared).exists() and not (scratch / shared).is_symlink():
             (scratch / shared).symlink_to((ROOT / shared).resolve())
 
 

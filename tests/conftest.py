@@ -83,6 +83,18 @@ def build_table(what: str, sweeps: list[Path], cwd: Path, out: Path, name: str |
     return evidence / f"{name}.jsonl"
 
 
+@pytest.fixture(scope="session")
+def suite_run():
+    """``suite_run.run(args, cwd)``: ``python -m suite.run <args>`` in ``cwd`` as ``cli`` runs it,
+    forked from a process that imported the suite once (``tests/forked.py``): for the many
+    commands refused before any training."""
+    from .forked import Forked
+
+    forked = Forked(ROOT, {"WANDB_MODE": "disabled", "HYDRA_FULL_ERROR": "0"})
+    yield forked
+    forked.close()
+
+
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     """An empty folder to run the CLI in (its runs/ and multirun/ land here)."""

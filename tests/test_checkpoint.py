@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -155,19 +156,30 @@ def wait_for(predicate, timeout: float) -> None:
         time.sleep(0.05)
 
 
+KILLED_ARGS = [sys.executable, "-m", "suite.run", *TINY_ARITHMETIC, "model=nalu", "task.op=mul",
+               "task.steps=6000", "task.eval_every=500", "checkpoint_every_s=0.5", "train_step=compiled"]
+KILLED_ENV = {"WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> Path:
+    """The run folder of the killed runs' command, run through once."""
+    where = tmp_path_factory.mktemp("uninterrupted")
+    subprocess.run([*KILLED_ARGS, f"hydra.run.dir={where / 'whole'}"], cwd=where, env=KILLED_ENV, check=True,
+                   capture_output=True, timeout=600)
+    return where / "whole"
+
+
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
-def test_cell_killed_mid_run_resumes_from_its_checkpoint(tmp_path, sig):
+def test_cell_killed_mid_run_resumes_from_its_checkpoint(tmp_path, sig, uninterrupted):
     """The real command, killed with SIGKILL after its first checkpoint (or stopped with SIGTERM,
     which saves at once and exits 143 with one line), then rerun as written: it restarts from the
     checkpoint and ends with the uninterrupted run's metrics.json."""
-    args = [sys.executable, "-m", "suite.run", *TINY_ARITHMETIC, "model=nalu", "task.op=mul",
-            "task.steps=6000", "task.eval_every=500", "checkpoint_every_s=0.5", "train_step=compiled"]
 
     def command(name: str) -> list[str]:
-        return [*args, f"hydra.run.dir={tmp_path / name}"]
+        return [*KILLED_ARGS, f"hydra.run.dir={tmp_path / name}"]
 
-    env = {"WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
-    subprocess.run(command("whole"), cwd=tmp_path, env=env, check=True, capture_output=True, timeout=600)
+    env = KILLED_ENV
     p = subprocess.Popen(command("killed"), cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
     ckpt = tmp_path / "killed" / "checkpoint.pt"
     try:
@@ -186,8 +198,8 @@ def test_cell_killed_mid_run_resumes_from_its_checkpoint(tmp_path, sig):
     assert again.returncode == 0, again.stderr
     assert f"resumed from step {step:,}" in again.stderr
     assert not ckpt.exists()  # a finished cell keeps no checkpoint
-    whole, killed = (json.loads((tmp_path / n / "metrics.json").read_text()) for n in ("whole", "killed"))
+    whole, killed = (json.loads((d / "metrics.json").read_text()) for d in (uninterrupted, tmp_path / "killed"))
     assert killed["resumed_from"] == step and whole["resumed_from"] == 0
     assert killed["members"] == whole["members"]
-    history = [(tmp_path / n / "history.csv").read_text() for n in ("whole", "killed")]
+    history = [(d / "history.csv").read_text() for d in (uninterrupted, tmp_path / "killed")]
     assert history[0] == history[1]

@@ -270,3 +270,23 @@ def test_a_nalu_with_a_gate_bias_takes_the_functional_step_as_autograd(recurrent
     with default_dtype(torch.float64):
         compare_steps("nalu", "add", recurrent, ["model.gate_bias=3.0"], autograd_in_compiled_layout,
                       lambda m, o: CompiledStep(m, o, compile=False), rtol=1e-10)
+
+
+def test_two_models_compiled_steps_taken_in_turns_are_each_models_own():
+    """A compiled step skips Dynamo's guards once it has run with them, and a later model's
+    compilation resets Dynamo's cache: the first model's next step must not run the second's
+    graph. NAC and NALU steps in turns, in float64, end where each one's uncompiled step ends."""
+    with default_dtype(torch.float64):
+        runs = {name: build(name, "add", False, []) for name in ("nac", "nalu")}
+        twins = {name: build(name, "add", False, [])[:2] for name in runs}
+        references = {name: CompiledStep(*twin, compile=False) for name, twin in twins.items()}
+        steps, alive = {}, torch.ones(len(SEEDS), dtype=torch.bool)
+        for step in range(1, 5):
+            for name, (model, opt, problem) in runs.items():
+                if name not in steps:  # NALU's compilation resets Dynamo after NAC's first step
+                    steps[name] = CompiledStep(model, opt)
+                x, y = problem.batch()
+                close(steps[name](x, y, alive, step), references[name](x, y, alive, step), f"{name} loss", step)
+        for name, (model, _, _) in runs.items():
+            for p, q in zip(model.parameters(), twins[name][0].parameters(), strict=True):
+                close(p, q, name, 4)

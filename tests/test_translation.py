@@ -60,13 +60,13 @@ def test_range_outside_0_999_is_refused(bad):
         nw.check_range(*bad)
 
 
-def test_bad_translation_config_gives_one_line_errors(workdir):
+def test_bad_translation_config_gives_one_line_errors(workdir, suite_run):
     for override in ["task.numbers=[0,1200]", "task.split.train=10"]:
-        p = cli(["-m", "suite.run", "task=translation", override, "progress=false"], workdir, check=False)
+        p = suite_run.run(["task=translation", override, "progress=false"], workdir)
         assert p.returncode == 2, p.stderr
         line, = p.stderr.strip().splitlines()
         assert line.startswith("error:")
-    p = cli(["-m", "suite.run", "task=translation", "model=nac", "progress=false"], workdir, check=False)
+    p = suite_run.run(["task=translation", "model=nac", "progress=false"], workdir)
     assert p.returncode == 2 and "lstm_nalu" in p.stderr
 
 
