@@ -10,6 +10,9 @@ taken in turns, so that a busy moment of the machine does not decide a ratio. Pr
 - the projected wall time of Table 1 at ``budget=paper`` on 2 cores: static (5,000,000 steps,
   four groups, one per model, of 6 ops x 10 seeds) and recurrent (2,000,000 steps, NAC and NALU),
   two groups at a time, the paper budget's thinned evaluation schedule included;
+- beside each fused group, its pure-GEMM bound: the same matrix products a step makes (found by
+  the profiler), alone in a loop, as member-steps per second, and the group's fraction of it (how far
+  from the machine's limit the rest of the step keeps it);
 - the iNALU's sign product as written (``mixed_sign_product``, the reference) against the matmuls
   that replace it (``mixed_sign``), in the units table's group of 6 ops x 10 seeds.
 """
@@ -85,13 +88,59 @@ class Case:
         return time.perf_counter() - start
 
 
+GEMMS = ("aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm")
+
+
+class GemmBound:
+    """The matrix products of one training step of ``case`` (recorded by the profiler over a few
+    steps), timed alone: ``rate(steps)`` is the member-steps per second a step made of nothing
+    else would reach, the bound that arithmetic sets on this machine. Operands are contiguous
+    and freshly drawn (the step's own may be transposed views)."""
+
+    def __init__(self, case: Case, probe: int = 4):
+        from collections import Counter
+
+        from torch.profiler import ProfilerActivity, profile
+
+        def products(steps: int) -> Counter:
+            with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+                case.rate(steps)
+            return Counter((e.name, repr(e.input_shapes)) for e in prof.events() if e.name in GEMMS)
+
+        # a fit of 2k steps less a fit of k: the products of k steps, without those made once per fit
+        case.rate(1)  # a step whose graph a later case's compilation dropped compiles again, unprofiled
+        once, twice = products(probe), products(2 * probe)
+        per_step = {call: (twice[call] - once[call]) / probe for call in twice}
+        if any(n != int(n) or n < 0 for n in per_step.values()):
+            raise RuntimeError(f"matrix products per step not whole: {per_step}")
+        self.members, self.device = case.members, case.device
+        self.calls = [self._operands(name, eval(shapes)) for (name, shapes), n in per_step.items() for _ in range(int(n))]
+
+    def _operands(self, name: str, shapes: list[list[int]]):
+        def draw(shape):
+            return torch.randn(shape, device=self.device)
+
+        fn = getattr(torch, name.removeprefix("aten::"))
+        if name in ("aten::mm", "aten::bmm") and len(shapes) > 2 and shapes[2]:  # out= (inductor's extern kernels)
+            return fn, [draw(shapes[0]), draw(shapes[1])], {"out": draw(shapes[2])}
+        return fn, [draw(s) for s in shapes[:3]], {}
+
+    def rate(self, steps: int) -> float:
+        start = time.perf_counter()
+        for _ in range(steps):
+            for fn, args, kwargs in self.calls:
+                fn(*args, **kwargs)
+        synchronize(self.device)
+        return self.members * steps / (time.perf_counter() - start)
+
+
 def synchronize(device: torch.device) -> None:
     """Wait for the device's queued work, so that a timer read next counts it."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
 
-def best_rates(cases: dict[str, Case], steps: int, repeats: int) -> dict[str, float]:
+def best_rates(cases: dict[str, Case | GemmBound], steps: int, repeats: int) -> dict[str, float]:
     """Each case's best throughput over ``repeats`` rounds, the cases taking turns."""
     best = dict.fromkeys(cases, 0.0)
     for _ in range(repeats):
@@ -107,12 +156,17 @@ def arithmetic(title: str, base: list[str], steps: int, repeats: int, device: to
         "6 ops x 10 seeds, fused, compiled": Case(base, 10, 6, "compiled", device),
         "6 ops x 40 seeds, fused, compiled": Case(base, 40, 6, "compiled", device),
     }
-    rates = best_rates(cases, steps, repeats)
+    bounds = {f"{name}: bound": GemmBound(case) for name, case in cases.items() if "fused" in name}
+    rates = best_rates({**cases, **bounds}, steps, repeats)
     cell = rates["10 members, autograd (one cell)"]
     print(f"{title}:")
     for name, case in cases.items():
         compiled = f", compile {case.compile_s:.1f} s" if case.mode == "compiled" else ""
         print(f"  {name:<36} {rates[name]:>9,.0f} member-steps/s  ({rates[name] / cell:4.1f}x the cell{compiled})")
+        if f"{name}: bound" in rates:
+            bound = rates[f"{name}: bound"]
+            print(f"    {'its matrix products alone':<34} {bound:>9,.0f} member-steps/s  "
+                  f"(the group runs at {rates[name] / bound:.2f} of this bound)")
     return cases
 
 
