@@ -129,3 +129,25 @@ def test_a_committed_scorecard_is_rebuilt_from_its_evidence_byte_for_byte(tmp_pa
     units.build([evidence, ROOT / "results/evidence/units.jsonl"], tmp_path, long="units_long", name=evidence.stem)
     for suffix in (".md", ".csv"):
         assert (tmp_path / f"{evidence.stem}{suffix}").read_text() == evidence.with_suffix(suffix).read_text()
+
+
+def test_the_benchmark_of_the_suites_own_nau_has_the_units_tables_success_counts():
+    """``make benchmark-unit UNIT=nalu.units.nau:NAU`` (committed: results/benchmarks/nau.*) runs
+    the NAU through the outside-unit path: per function its success count lies within the 95%
+    Wilson interval of the units table's NAU row, and the units table's within its own."""
+    import pandas as pd
+
+    from nalu.scoring import wilson_interval
+
+    card = pd.read_csv(ROOT / "results/benchmarks/nau.csv")
+    ours = card[card.unit == "NAU (benchmarked)"].set_index("function")
+    table = pd.read_csv(ROOT / "results/units.csv")
+    theirs = table[table.model == "nau"].set_index("function")
+    assert len(ours) == 6 and set(ours.index) == set(theirs.index)
+    for function, row in ours.iterrows():
+        ref = theirs.loc[function]
+        lo, hi = wilson_interval(int(ref.solved), int(ref.seeds))
+        olo, ohi = wilson_interval(int(row.solved), int(row.seeds))
+        within = [a - 1e-9 <= rate <= b + 1e-9 for (a, b), rate in (((lo, hi), row.solved / row.seeds),
+                                                                     ((olo, ohi), ref.solved / ref.seeds))]
+        assert all(within), (function, row.solved, ref.solved)

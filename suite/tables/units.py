@@ -36,9 +36,11 @@ UNITS = {"nac": "NAC", "nalu": "NALU", "nau": "NAU", "nmu": "NAU + NMU", "inalu"
 
 
 def unit_label(cell: dict) -> str:
-    """The unit's name in the table: the suite's own by ``UNITS``, one from outside by its class."""
+    """The unit's name in the table: the suite's own by ``UNITS``, one from outside by its class
+    (marked "benchmarked" where it shares a name with one of the suite's own: its NAU, say)."""
     if cell["model"] == "unit":
-        return str(cell["config"]["model"]["unit"]).rpartition(":")[2]
+        name = str(cell["config"]["model"]["unit"]).rpartition(":")[2]
+        return f"{name} (benchmarked)" if name in UNITS.values() else name
     return UNITS.get(cell["model"], cell["model"])
 
 
