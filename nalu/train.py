@@ -188,6 +188,7 @@ def fit(
     desc: str = "train",
     checkpoint: Checkpoint | None = None,
     train_step: str = "autograd",
+    compile_wrapper: str = "python",
 ) -> FitResult:
     start = time.perf_counter()
     evaluates = eval_every if isinstance(eval_every, EvalSchedule) else EvalSchedule(eval_every)
@@ -203,7 +204,7 @@ def fit(
     post_step = having(model, "after_step")  # clamps, re-initialisation (nalu.hooks)
     rngs = generators(problem, model)
     own_loss = getattr(problem, "loss", None)  # a problem's own loss trains through autograd
-    fast = training_step(train_step, model, optimizer) if own_loss is None else None  # None: autograd
+    fast = training_step(train_step, model, optimizer, compile_wrapper) if own_loss is None else None  # None: autograd
     take_step = fast or AutogradStep(model, optimizer, own_loss or squared_error)
 
     def evaluate(step: int) -> Metrics:

@@ -35,7 +35,7 @@ from suite.provenance import CODE_TREE, ROOT, changed
 
 # config keys that do not change results: a cell made with other values of these is still valid
 NOT_HASHED = ("logger", "progress", "force", "threads", "name", "data_dir", "flush_denormal", "dry_run",
-              "checkpoint_every_s")
+              "checkpoint_every_s", "compile_wrapper")  # compile_wrapper: the same kernels (nalu.fast)
 
 
 # keys added after cells were made, each with the value that computes what those cells computed:
@@ -45,8 +45,8 @@ NEUTRAL = {
     ("replicate",): 0,  # configs/config.yaml: an independent rerun of a cell
     ("task", "env", "late_reward"): -1.0,  # configs/task/gridworld_time.yaml: the reward for not arriving
     ("model", "init"): "torch",  # configs/model/lstm.yaml, gru.yaml: the gated cells' initialisation
-    ("model", "gate_bias"): None,
-    ("task", "encoder", "pool"): False,  # configs/task/mnist_*.yaml: the PyTorch MNIST example's pooled encoder  # configs/model/nalu.yaml: a learned gate bias (none, the paper's NALU)
+    ("model", "gate_bias"): None,  # configs/model/nalu.yaml: a learned gate bias (none, the paper's NALU)
+    ("task", "encoder", "pool"): False,  # configs/task/mnist_*.yaml: the PyTorch MNIST example's pooled encoder
 }
 
 
