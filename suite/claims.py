@@ -334,14 +334,17 @@ def evaluate(results: Path) -> pd.DataFrame:
 
 def glance(df: pd.DataFrame) -> str:
     """One row per claim: under each reading, its verdict in the first table that has cells for
-    it (the default budget, where it does), and that table."""
+    it (the default budget and protocol, where it does), and that table; then each other verdict
+    the reading reaches elsewhere (another budget, protocol or seed count), with the first table
+    that reaches it."""
     lines = ["| claim | the paper says | verdict, per reading (in which table) |", "|---|---|---|"]
     for claim in CLAIMS:
         g = df[df.claim == claim.id]
         verdicts = []
         for reading in claim.readings:
-            r = g[(g.reading == reading.name) & (g.verdict != "not run")]
-            verdicts.append(f"{reading.name}: " + (f"**{r.verdict.iloc[0]}** ({r.table.iloc[0]})" if len(r) else "not run"))
+            r = g[(g.reading == reading.name) & (g.verdict != "not run")].drop_duplicates("verdict")
+            found = ", ".join(f"**{v}** ({t})" for v, t in zip(r.verdict, r.table, strict=True))
+            verdicts.append(f"{reading.name}: " + (found or "not run"))
         lines.append(f"| {claim.id} ({claim.section}) | {claim.sentence} | {'; '.join(verdicts)} |")
     return "\n".join(lines)
 
