@@ -13,6 +13,8 @@ taken in turns, so that a busy moment of the machine does not decide a ratio. Pr
 - beside each fused group, its pure-GEMM bound: the same matrix products a step makes (found by
   the profiler), alone in a loop, as member-steps per second, and the group's fraction of it (how far
   from the machine's limit the rest of the step keeps it);
+- the recurrent group launched from Python (``compile_wrapper=python``) beside the default C++
+  launcher (``auto``);
 - the iNALU's sign product as written (``mixed_sign_product``, the reference) against the matmuls
   that replace it (``mixed_sign``), in the units table's group of 6 ops x 10 seeds.
 """
@@ -41,7 +43,8 @@ class Case:
     """One model on one problem, ready to train: ``rate(steps)`` runs ``fit`` for ``steps``
     (training only: the problem's evaluation is switched off, and ``eval_s`` times it apart)."""
 
-    def __init__(self, overrides: list[str], seeds: int, ops: int, train_step: str, device: torch.device):
+    def __init__(self, overrides: list[str], seeds: int, ops: int, train_step: str, device: torch.device,
+                 wrapper: str = "auto"):
         with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
             cfg = compose("config", overrides + ["task.test_samples=100", "task.extrapolation_samples=10"]
                           if "task=identity" not in overrides else overrides)
@@ -59,15 +62,19 @@ class Case:
         self.evaluate = problem.evaluate
         problem.evaluate = lambda model: {}  # training only: evaluation is measured apart (eval_s)
         self.opt = instantiate(cfg.optimizer)(model.parameters())
-        self.train_step = train_step
-        warm = fit(model, problem, self.opt, steps=20, eval_every=10**9, progress=False, train_step=train_step)
+        self.train_step, self.wrapper = train_step, wrapper
+        self.remake = lambda **changed: Case(**{"overrides": overrides, "seeds": seeds, "ops": ops,
+                                                 "train_step": train_step, "device": device,
+                                                 "wrapper": wrapper, **changed})
+        warm = fit(model, problem, self.opt, steps=20, eval_every=10**9, progress=False, train_step=train_step,
+                   compile_wrapper=wrapper)
         self.compile_s, self.mode = warm.compile_s, warm.train_step
         self.cfg = cfg
 
     def rate(self, steps: int) -> float:
         start = time.perf_counter()
         fit(self.model, self.problem, self.opt, steps=steps, eval_every=10**9, progress=False,
-            train_step=self.train_step)
+            train_step=self.train_step, compile_wrapper=self.wrapper)
         synchronize(self.device)
         return self.members * steps / (time.perf_counter() - start)
 
@@ -107,13 +114,16 @@ class GemmBound:
                 case.rate(steps)
             return Counter((e.name, repr(e.input_shapes)) for e in prof.events() if e.name in GEMMS)
 
+        members = case.members
+        if case.model._nalu_step.wrapper == "cpp":  # its C++ launcher's products are not profiled: the same
+            case = case.remake(wrapper="python")   # graph launched from Python makes them where they are
         # a fit of 2k steps less a fit of k: the products of k steps, without those made once per fit
         case.rate(1)  # a step whose graph a later case's compilation dropped compiles again, unprofiled
         once, twice = products(probe), products(2 * probe)
         per_step = {call: (twice[call] - once[call]) / probe for call in twice}
         if any(n != int(n) or n < 0 for n in per_step.values()):
             raise RuntimeError(f"matrix products per step not whole: {per_step}")
-        self.members, self.device = case.members, case.device
+        self.members, self.device = members, case.device
         self.calls = [self._operands(name, eval(shapes)) for (name, shapes), n in per_step.items() for _ in range(int(n))]
 
     def _operands(self, name: str, shapes: list[list[int]]):
@@ -156,6 +166,8 @@ def arithmetic(title: str, base: list[str], steps: int, repeats: int, device: to
         "6 ops x 10 seeds, fused, compiled": Case(base, 10, 6, "compiled", device),
         "6 ops x 40 seeds, fused, compiled": Case(base, 40, 6, "compiled", device),
     }
+    if "task=recurrent_arithmetic" in base:  # compile_wrapper=auto launches it from C++ (nalu.fast)
+        cases["6 ops x 10 seeds, Python launcher"] = Case(base, 10, 6, "compiled", device, wrapper="python")
     bounds = {f"{name}: bound": GemmBound(case) for name, case in cases.items() if "fused" in name}
     rates = best_rates({**cases, **bounds}, steps, repeats)
     cell = rates["10 members, autograd (one cell)"]
