@@ -134,7 +134,7 @@ reproduce-protocol-search: install  ## Table 1's protocol searched against the p
 	$(EVIDENCE) protocol_search multirun/protocol_search
 	$(call TABLES,protocol_search)
 
-reproduce-units: install  ## NAC, NALU, NAU, NMU, iNALU, NPU, RealNPU + baselines, 54 cells x 10 seeds, + 3 longer -> results/units.* (BUDGET=paper: units_paper.*; VARIANT=seeds100: 100 seeds per cell, units_seeds100.*)
+reproduce-units: install  ## NAC, NALU, NAU, NMU, iNALU, NPU, RealNPU + baselines, 54 cells x 10 seeds, + 3 longer -> results/units.* (BUDGET=paper: units_paper.*; VARIANT=seeds100: 100 seeds per cell, units_seeds100.*; protocol1: the units under Table 1's first protocol of the search, units_protocol1.*)
 ifeq ($(BUDGET),paper)
 	$(RUN) -m +experiment=units_paper $(SWEEP)
 	$(EVIDENCE) units_paper multirun/units_paper

@@ -55,7 +55,7 @@ def test_table1_under_protocol_k_uses_the_kth_best_data_protocol_of_the_committe
     overlap) in the committed ranking, whichever reference ranked it; its seeds100 variant the same data."""
     ranked = pd.read_csv(ROOT / "results" / "protocol_search.csv")
     data = ranked.drop_duplicates(["range", "subset_ratio", "overlap_ratio"]).iloc[k - 1]
-    names = [f"table1_static_protocol{k}", *(["table1_static_protocol1_seeds100"] if k == 1 else [])]
+    names = [f"table1_static_protocol{k}", *(["table1_static_protocol1_seeds100", "units_protocol1"] if k == 1 else [])]
     for name in names:
         task = compose([f"+experiment={name}"]).task
         assert (task.range, task.subset_ratio, task.overlap_ratio) == (data["range"], data.subset_ratio,
