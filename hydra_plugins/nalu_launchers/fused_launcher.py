@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 import re
-from collections.abc import Sequence
+import signal
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -163,8 +166,9 @@ class FusedLauncher(Launcher):
         elif self.n_jobs > 1 and len(groups) > 1:
             from joblib import Parallel, delayed
 
-            results = Parallel(n_jobs=self.n_jobs, backend="loky")(
-                delayed(execute_group)(self.hydra_context, g, state) for g in groups)
+            with terminating_workers():
+                results = Parallel(n_jobs=self.n_jobs, backend="loky")(
+                    delayed(execute_group)(self.hydra_context, g, state) for g in groups)
         else:
             results = [execute_group(self.hydra_context, g, state) for g in groups]
         by_idx = {idx: ret for group, rets in zip(groups, results, strict=True)
@@ -263,3 +267,31 @@ def last_line(path: Path, error: Exception) -> str:
         lines = []
     errors = [ln for ln in lines if ERROR_LINE.match(ln)]
     return errors[-1] if errors else (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+@contextmanager
+def terminating_workers() -> Iterator[None]:
+    """While groups train in joblib's loky processes, SIGTERM sent to this process alone (``kill``,
+    a supervisor) is passed on to them: each saves a checkpoint at its step and stops
+    (``suite.runner.stop_signals``), their ``SystemExit`` ends the sweep with status 143, and no
+    worker trains on, orphaned, holding its cells. (Ctrl-C reaches them already: the terminal
+    signals the whole process group.)"""
+    from joblib.externals.loky import reusable_executor
+
+    def forward(signum: int, frame: object) -> None:
+        executor = reusable_executor._executor
+        for pid in list(executor._processes) if executor is not None else []:
+            try:
+                os.kill(pid, signum)
+            except ProcessLookupError:
+                pass
+
+    try:
+        previous = signal.signal(signal.SIGTERM, forward)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
