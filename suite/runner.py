@@ -317,7 +317,8 @@ def projection(cfgs: list[DictConfig], rates: Path = RATES, done: int = 0) -> st
     seconds = steps * members / rate
     if seconds < PROJECT_FROM_S:
         return None
-    took = f"{seconds / 3600:.1f} h" if seconds < 3 * 86400 else f"{seconds / 86400:,.0f} days"
+    took = (f"{seconds / 60:.0f} min" if seconds < 3600 else f"{seconds / 3600:.1f} h" if seconds < 3 * 86400
+            else f"{seconds / 86400:,.0f} days")
     line = (f"projected {took} here ({steps:,.0f} steps x {members} members at {rate:,.0f} member-steps/s, "
             f"the speed of committed {cfg.task.name}/{cfg.model.name} runs; another machine differs)")
     if seconds > WARN_PAST_S:

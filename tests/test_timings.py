@@ -101,4 +101,5 @@ def test_a_run_is_projected_from_the_nearest_group_size_and_warned_past_a_day(tm
     long = compose(["model=nalu", "seeds=10", "task.steps=100000000"])
     assert projection([long], rates).startswith("warning: projected 12 days here")
     assert projection([compose(["model=nalu", "seeds=10", "task.steps=5000"])], rates) is None  # under a minute
+    assert projection([compose(["model=nalu", "seeds=10", "task.steps=120000"])], rates).startswith("projected 20 min here")
     assert projection([compose(["model=nac", "seeds=10", "task.steps=10000000"])], rates) is None  # no rate
