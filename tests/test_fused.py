@@ -81,7 +81,7 @@ def test_fused_sweep_is_repeatable(workdir):
 
 
 def test_fused_sweep_resumes_and_dry_runs_per_cell(workdir):
-    args = RUN + SWEEP + ["name=resume", "hydra/launcher=fused", "hydra.launcher.n_jobs=2"]
+    args = RUN + SWEEP + ["name=resume", "hydra/launcher=fused", "hydra.launcher.n_jobs=1"]
     cli(args, workdir)
     paths = {json.loads(p.read_text())["cell"]: p for p in (workdir / "multirun/resume").glob("*/metrics.json")}
     broken = paths["static/mul/nalu"]
