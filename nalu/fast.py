@@ -33,7 +33,7 @@ kernels and matrix products. ``wrapper="python"`` (inductor's default) is that c
 ``"cpp"`` compiles it to C++ (inductor's ``cpp_wrapper``): the same kernels, so the same numbers bit
 for bit (``tests/test_fast.py``), without Python's cost per launch. A recurrent step launches tens
 of small products and over a hundred allocations per step (one per time step and product), and
-gains about half again (recurrent NALU, 6 ops x 10 seeds: 15k -> 23k member-steps/s); a static
+gained 1.35-1.5x in two measurements on a loaded machine (recurrent NALU, 6 ops x 10 seeds); a static
 step gains nothing measurable, and compiling the C++ wrapper costs about 45 s more the first time
 (inductor's cache keeps it for later processes). ``"auto"`` (the suite's default) takes "cpp" for
 recurrent models (``model.recurrent``) and "python" otherwise.
