@@ -45,11 +45,12 @@ PAPER := $(if $(filter paper,$(BUDGET)),_paper)
 VARIANT ?=
 V := $(if $(VARIANT),_$(VARIANT))
 # the variants there are: <target>_<variant>.yaml less budgets and a target's second sweeps
-VARIANTS = $(sort $(filter-out paper units long stacks %_a3c,$(shell ls configs/experiment | sed -nE 's/^(table1_static|table1_recurrent|table2_stacks|table2|table3|table4|table5|figure4|figure5|units)_(paper_)?(.+)\.yaml$$/\3/p')))
+VARIANTS = $(sort $(filter-out paper units long stacks %_a3c,$(shell ls configs/experiment | sed -nE 's/^(table1_static|table1_recurrent|table2_stacks|table2|table3|table4|table5|figure4|figure5|units|protocol_search)_(paper_)?(.+)\.yaml$$/\3/p')))
 $(if $(VARIANT),$(if $(wildcard configs/experiment/*_$(VARIANT).yaml),,$(error VARIANT=$(VARIANT) names no configs/experiment/<target>_$(VARIANT).yaml; valid: $(VARIANTS))))
 # VARIANT=protocol<k>: Table 1's static half under the k-th best data protocol of the blind search (its
 # input range, subsets and overlap; configs/experiment/table1_static_protocol<k>.yaml; protocol1_seeds100:
-# its NAC and NALU with 100 seeds); the search covers the static task only
+# its NAC and NALU with 100 seeds); these come from the static search (the recurrent one: VARIANT=recurrent
+# of reproduce-protocol-search)
 STATIC_ONLY := $(filter protocol%,$(VARIANT))
 # UNIT=<package.module>:<Class> (make benchmark-unit): the files are named after the class, lower case
 UNIT ?=
@@ -129,10 +130,10 @@ reproduce-figure5: install  ## Figure 5: grid-world time tracking, A3C and A3C +
 	$(EVIDENCE) figure5$(V) multirun/figure5$(V)
 	$(call TABLES,figure5$(V))
 
-reproduce-protocol-search: install  ## Table 1's protocol searched against the paper's baseline rows, blind to the NALU: 30 protocols x None, ReLU6, NAC x 6 functions x 3 seeds -> results/protocol_search.*
-	$(RUN) -m +experiment=protocol_search $(SWEEP)
-	$(EVIDENCE) protocol_search multirun/protocol_search
-	$(call TABLES,protocol_search)
+reproduce-protocol-search: install  ## Table 1's protocol searched against the paper's baseline rows, blind to the NALU: 30 protocols x None, ReLU6, NAC x 6 functions x 3 seeds -> results/protocol_search.* (VARIANT=recurrent: 9 protocols x LSTM, ReLU RNN, protocol_search_recurrent.*)
+	$(RUN) -m +experiment=protocol_search$(V) $(SWEEP)
+	$(EVIDENCE) protocol_search$(V) multirun/protocol_search$(V)
+	$(call TABLES,protocol_search$(V))
 
 reproduce-units: install  ## NAC, NALU, NAU, NMU, iNALU, NPU, RealNPU + baselines, 54 cells x 10 seeds, + 3 longer -> results/units.* (BUDGET=paper: units_paper.*; VARIANT=seeds100: 100 seeds per cell, units_seeds100.*; protocol1: the units under Table 1's first protocol of the search, units_protocol1.*)
 ifeq ($(BUDGET),paper)

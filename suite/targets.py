@@ -45,7 +45,7 @@ BUILT = [
     Built("figure4_builder_long", "figure4"), Built("figure4_trained", "figure4"),
     Built("figure5", "figure5"), Built("figure5_wirings", "figure5", reads=("figure5",)),
     Built("figure5_late_zero", "figure5"),
-    Built("protocol_search", "protocol_search"),
+    Built("protocol_search", "protocol_search"), Built("protocol_search_recurrent", "protocol_search"),
     Built("units", "units", args=("--long", "units_long")),
     Built("units_paper", "units", reads=("table1_paper",), args=("--long", "none")),
     Built("units_seeds100", "units", args=("--long", "none")),

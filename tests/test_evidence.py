@@ -20,7 +20,8 @@ PENDING = {"table2_last",
            "figure4_numbers", "figure5_wirings",
            "units_seeds100", "figure5_late_zero",
            "table3_paper_grid",
-           "table2_mnist_example", "table2_nalu_grid", "table4_long", "figure4_trained"}
+           "table2_mnist_example", "table2_nalu_grid", "table4_long", "figure4_trained",
+           "protocol_search_recurrent"}
 
 
 def with_evidence() -> list:
