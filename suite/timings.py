@@ -45,9 +45,9 @@ GAP_S = 600  # groups more than ten minutes apart belong to separate sittings of
 def command(name: str) -> str:
     """The make command that writes evidence ``name``: ``table1_paper`` -> ``make reproduce-table1 BUDGET=paper``,
     ``table3_paper_grid`` -> ``make reproduce-table3 BUDGET=paper VARIANT=grid``."""
-    if name == "protocol_search":
-        return "make reproduce-protocol-search"
     target, _, rest = name.partition("_")
+    if name.startswith("protocol_search"):
+        target, rest = "protocol-search", name.removeprefix("protocol_search").lstrip("_")
     budget = rest == "paper" or rest.startswith("paper_")
     variant = rest.removeprefix("paper").lstrip("_") if budget else rest
     return f"make reproduce-{target}" + (" BUDGET=paper" if budget else "") + (f" VARIANT={variant}" if variant else "")

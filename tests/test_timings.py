@@ -19,7 +19,8 @@ from .conftest import ROOT
                                        ("table1_paper", "make reproduce-table1 BUDGET=paper"),
                                        ("figure4_builder_long", "make reproduce-figure4 VARIANT=builder_long"),
                                        ("table3_paper_grid", "make reproduce-table3 BUDGET=paper VARIANT=grid"),
-                                       ("protocol_search", "make reproduce-protocol-search")])
+                                       ("protocol_search", "make reproduce-protocol-search"),
+                                       ("protocol_search_recurrent", "make reproduce-protocol-search VARIANT=recurrent")])
 def test_an_evidence_name_maps_to_the_make_command_that_writes_it(name, make):
     assert command(name) == make
 
