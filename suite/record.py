@@ -47,6 +47,7 @@ NEUTRAL = {
     ("model", "init"): "torch",  # configs/model/lstm.yaml, gru.yaml: the gated cells' initialisation
     ("model", "gate_bias"): None,  # configs/model/nalu.yaml: a learned gate bias (none, the paper's NALU)
     ("task", "encoder", "pool"): False,  # configs/task/mnist_*.yaml: the PyTorch MNIST example's pooled encoder
+    ("task", "horizon"): None,  # configs/task/*_arithmetic.yaml: the extrapolation horizon, off
 }
 
 

@@ -283,3 +283,50 @@ def test_tiny_units_sweep_end_to_end(tmp_path):
     assert nmu_mul.paper == 0.98  # Madsen & Johansen's rate, beside ours
     md = (out / "units.md").read_text()
     assert "NAU + NMU" in md and "98%" in md and (out / "units.png").stat().st_size > 10_000
+
+
+# --- the extrapolation horizon (issue 38): how far out a seed stays under the threshold ----------
+
+
+class _Operands(torch.nn.Module):
+    """A stand-in model that computes ``a + b + c a^3`` from the problem's own subsets: exact at
+    c = 0, and for c > 0 an error that outgrows the threshold as the inputs grow."""
+
+    def __init__(self, problem, c: float, nudge: float = 0.0):
+        super().__init__()
+        self.problem, self.c, self.nudge = problem, c, nudge
+
+    def forward(self, x):
+        a, b = self.problem.operands(x)
+        return ((1 + self.nudge) * a + b + self.c * a**3).unsqueeze(-1)
+
+
+@pytest.mark.parametrize("c,nudge,reach", [(0.0, 0.0, 1000.0), (1e-11, 0.0, 10.0), (0.0, 1e-3, 0.0)])
+def test_the_horizon_is_the_last_rung_solved_without_a_gap(c, nudge, reach):
+    """Exact: every rung, in both precisions. An error growing as a^3 against a threshold growing
+    as a^2: solved up to 10x the extrapolation range, not at 100x. A relative error of 1e-3: none."""
+    cfg = compose(["task.op=add", "task.test_samples=100", "task.extrapolation_samples=200"])
+    problem = ArithmeticProblem(cfg.task, [3, 4], recurrent=False)
+    horizon = problem.horizon(_Operands(problem, c, nudge), [1, 10, 100, 1000], 200, 1e-5)
+    assert horizon == {"float32": [reach, reach], "float64": [reach, reach]}
+
+
+def test_the_horizon_of_an_exact_nau_holds_in_float64_and_is_recorded_per_seed(workdir):
+    from .conftest import TINY_ARITHMETIC, cli
+
+    cfg = compose(["task.op=add", "task.test_samples=100", "task.extrapolation_samples=200"])
+    problem = ArithmeticProblem(cfg.task, [3, 4], recurrent=False)
+    model = units("nau", 100, 1, 2, [2], hidden_unit="nau")
+    with torch.no_grad():
+        model.layers[0].W.copy_(torch.stack([problem.mask_a, problem.mask_b], 1))
+        model.layers[1].W.copy_(torch.tensor([[[1.0, 1.0]]] * 2))
+    assert problem.horizon(model, [1, 4, 16], 200, 1e-5)["float64"] == [16.0, 16.0]
+
+    cli(["-m", "suite.run", "-m", "model=nau", "task.op=add", "task.horizon={rungs:[1,2],samples:50}",
+         *TINY_ARITHMETIC], workdir)
+    import json
+
+    (metrics,) = workdir.glob("multirun/*/*/metrics.json")
+    members = json.loads(metrics.read_text())["members"]
+    assert all(set(m["horizon"]) == {"float32", "float64"} and m["horizon"]["float32"] in (0.0, 1.0, 2.0)
+               for m in members)

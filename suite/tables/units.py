@@ -59,15 +59,21 @@ def rows(cells: list[dict]) -> pd.DataFrame:
                        for m in members) if all("reference" in m for m in members) else -1)
         at = {m["seed"]: m["solved_at"] for m in members if m["solved"] and m.get("solved_at") is not None}
         sparsity = [m["sparsity_error"] for m in members if m["solved"] and m["sparsity_error"] is not None]
+        # the extrapolation horizon (cells run with task.horizon on): the median seed's last rung
+        horizon = {p: float(np.median([m["horizon"][p] for m in members])) if all("horizon" in m for m in members)
+                   else math.nan for p in ("float32", "float64")}
         out.append({"function": c["label"], "model": c["model"], "unit": unit_label(c), "solved": k, "solved_published": k_pub,
                     "printed_zero": printed, "seeds": n, "rate": k / n,
                     "rate_lo": lo, "rate_hi": hi,
                     "solved_at_median": float(np.median(list(at.values()))) if at else math.nan,
                     "sparsity_mean": float(np.mean(sparsity)) if sparsity else math.nan,
                     "diverged": sum(m["diverged"] for m in members), "steps": c["steps"],
-                    "epsilon": c["config"]["task"]["success"]["epsilon"]})
-    return pd.DataFrame(out, columns=["function", "model", "unit", "solved", "solved_published", "printed_zero", "seeds", "rate", "rate_lo", "rate_hi",
-                                      "solved_at_median", "sparsity_mean", "diverged", "steps", "epsilon"])
+                    "epsilon": c["config"]["task"]["success"]["epsilon"],
+                    "horizon_float32": horizon["float32"], "horizon_float64": horizon["float64"]})
+    df = pd.DataFrame(out, columns=["function", "model", "unit", "solved", "solved_published", "printed_zero", "seeds", "rate", "rate_lo", "rate_hi",
+                                    "solved_at_median", "sparsity_mean", "diverged", "steps", "epsilon",
+                                    "horizon_float32", "horizon_float64"])
+    return df if df.horizon_float32.notna().any() else df.drop(columns=["horizon_float32", "horizon_float64"])
 
 
 def paper_number(value, spec: str = ".2g") -> str:
@@ -140,6 +146,9 @@ def shown(df: pd.DataFrame) -> pd.DataFrame:
         "sparsity error (mean, solved)": [f"{s:.2g}" if math.isfinite(s) else "-" for s in df.sparsity_mean],
         "paper sparsity error": [paper_number(p) for p in df.paper_sparsity],
         "diverged": [f"{d}/{n}" for d, n in zip(df.diverged, df.seeds)],
+        **({"horizon (median seed), float32 / float64": [
+            f"{a:g}x / {b:g}x" if math.isfinite(a) else "n/a" for a, b in zip(df.horizon_float32, df.horizon_float64)]}
+           if "horizon_float32" in df else {}),
     })
 
 
@@ -176,6 +185,8 @@ def build(evidence: Path | list[Path], out: Path, long: str | None = None, name:
                  "lies beyond the budget above (`configs/experiment/units_long.yaml`; still below their 5e6).",
                  to_markdown(shown(df_long))]
     text += ["## The criteria side by side", criteria_text(pd.concat([df, df_long]))]
+    if t.get("horizon"):
+        text += [horizon_text(df, t["horizon"])]
     write_text_atomic(md, "\n\n".join(text) + "\n")
     return [png, csv, md]
 
@@ -194,3 +205,17 @@ def criteria_text(df: pd.DataFrame) -> str:
         f"prints as 0.0). They agree on {len(both) - len(apart)} of {len(both)} cells; where they do not:",
         *(lines or ["- nowhere."]),
     ])
+
+
+def horizon_text(df: pd.DataFrame, horizon: dict) -> str:
+    """What the horizon column means, and where float32 and float64 part."""
+    rungs = ", ".join(f"{r:g}" for r in horizon["rungs"])
+    apart = df[df.horizon_float32.notna() & (df.horizon_float32 != df.horizon_float64)]
+    lines = [f"- {r.function} {r.unit}: {r.horizon_float32:g}x in float32, {r.horizon_float64:g}x in float64"
+             for r in apart.itertuples()]
+    return "\n".join([
+        f"An extrapolation horizon, the fourth criterion: for each seed's selected weights, the largest multiple "
+        f"r of the extrapolation range's values (r in {rungs}; {horizon['samples']:,} inputs each) up to which "
+        "every multiple is solved (its MSE below the epsilon-perturbed model's at that range), 0x where the first "
+        "is not; once with the weights as trained (float32) and once cast to float64. The table shows the median "
+        "seed's (n/a: a cell run without it). Where the two precisions part:", *(lines or ["- nowhere."])])

@@ -15,6 +15,7 @@ inputs (targets differ per seed, since the subsets do):
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -123,8 +124,8 @@ class ArithmeticProblem:
         self.n = cfg.input_size
         self.batch_size = cfg.batch_size
         self.train = Split(cfg.interpolation.low, cfg.interpolation.high, cfg.length, 0)
-        extrap = Split(cfg.extrapolation.low, cfg.extrapolation.high, cfg.extrapolation_length,
-                       cfg.extrapolation_samples)
+        self.extrap = extrap = Split(cfg.extrapolation.low, cfg.extrapolation.high, cfg.extrapolation_length,
+                                     cfg.extrapolation_samples)
         for op in sorted(set(self.ops)):
             check_splits(self.train, extrap, op)
         size, overlap, span = subset_layout(self.n, cfg.subset_ratio, cfg.overlap_ratio)
@@ -201,7 +202,11 @@ class ArithmeticProblem:
         wider than their task's (26 inputs overlapping by 13 where the task has 25 overlapping by
         12), at the same offset. It is the looser of the two for +, /, sqrt; ours (``widen=0``)
         is the one that belongs to the task."""
-        x = self.sets[EXTRAPOLATION][0].double()  # float32 would blur an epsilon of 1e-5
+        return self.threshold_on(self.sets[EXTRAPOLATION][0], epsilon, widen)
+
+    def threshold_on(self, x: Tensor, epsilon: float, widen: int = 0) -> Tensor:
+        """``success_threshold`` on the inputs ``x`` ``[1, N, ...]``."""
+        x = x.double()  # float32 would blur an epsilon of 1e-5
         masks = None
         if widen:
             size, overlap = self.subset_size + widen, self.overlap + widen
@@ -211,6 +216,34 @@ class ArithmeticProblem:
         total = (x.sum(dim=2) if self.recurrent else x).sum(-1)  # [1, N]: every input, summed
         near = self.fn((1 - epsilon) * a + epsilon * (total - a), (1 - epsilon) * b + epsilon * (total - b))
         return (near - self.fn(a, b)).square().mean(1).float()
+
+    def horizon(self, model: nn.Module, rungs: Sequence[float], samples: int, epsilon: float) -> dict[str, list[float]]:
+        """How far out each member stays solved: per precision (``float32``, as trained, and
+        ``float64``, the same weights cast), the last rung of ``rungs`` (increasing) up to which every
+        rung is solved, or 0. A rung ``r`` scales the extrapolation range's values by ``r`` (static
+        task) or its length (recurrent); solved means an MSE, against float64 targets, below the
+        near-perfect model's at that rung (``success_threshold``), so the criterion travels with the
+        data. Drawn from fixed seeds of their own: every model meets the same inputs."""
+        low, high, length = self.extrap.low, self.extrap.high, self.extrap.length
+        solved = {"float32": [], "float64": []}
+        wide = copy.deepcopy(model).double()
+        for i, r in enumerate(rungs):
+            split = (Split(low, high, int(round(r * length)), samples) if self.recurrent
+                     else Split(low * r, high * r, 1, samples))
+            x = torch.empty(self._shape(split.samples, split.length), dtype=torch.float64)
+            x.uniform_(split.low, split.high, generator=generator("arithmetic", f"horizon{i}", self.n))
+            x = x.unsqueeze(0).to(self.mask_a.device)
+            y = self.targets(x)  # [M, N, 1], float64
+            threshold = self.threshold_on(x, epsilon).double()
+            for name, m, xs in (("float32", model, x.float()), ("float64", wide, x)):
+                err = (predict(m, xs).double() - y).square().flatten(1).mean(1).cpu()
+                solved[name].append(err < threshold)  # NaN: not solved
+        out = {}
+        for name, rows in solved.items():
+            ok = torch.stack(rows, 1).cumprod(1).bool()  # [M, rungs]: solved at every rung so far
+            reach = ok.sum(1)
+            out[name] = [float(rungs[k - 1]) if k else 0.0 for k in reach.tolist()]
+        return out
 
     def target_moments(self) -> dict[str, Metrics]:
         """Per range, each member's target variance (the MSE of predicting the test set's mean)
@@ -295,6 +328,10 @@ def run_group(cfgs: Sequence[DictConfig], log, recurrent: bool) -> list[dict]:
     # the threshold behind Madsen & Johansen's published rates, for the static task they ran
     published = None if recurrent else problem.success_threshold(cfg.task.success.epsilon, widen=1).cpu()
     sparsity = sparsity_error(fitted.best_model)
+    horizon = None
+    if cfg.task.get("horizon"):  # configs/task/*_arithmetic.yaml: off (null) unless a sweep asks for it
+        h = cfg.task.horizon
+        horizon = problem.horizon(fitted.best_model, list(h.rungs), h.samples, cfg.task.success.epsilon)
 
     ref_cfg = cfg.task.reference
     ref_seeds = [ref_cfg.seed + r for r in range(ref_cfg.members)]
@@ -319,6 +356,8 @@ def run_group(cfgs: Sequence[DictConfig], log, recurrent: bool) -> list[dict]:
             m["success_threshold_published"] = float(published[i])
             m["solved_published"] = bool(m["best"][EXTRAPOLATION] < published[i])
         m["sparsity_error"] = float(sparsity[i]) if sparsity is not None else None
+        if horizon is not None:
+            m["horizon"] = {name: reach[i] for name, reach in horizon.items()}
     out, start = [], 0
     for c in cfgs:
         op = check_choice("op", c.task.op, OPS)
