@@ -330,3 +330,12 @@ def test_the_horizon_of_an_exact_nau_holds_in_float64_and_is_recorded_per_seed(w
     members = json.loads(metrics.read_text())["members"]
     assert all(set(m["horizon"]) == {"float32", "float64"} and m["horizon"]["float32"] in (0.0, 1.0, 2.0)
                for m in members)
+
+
+def test_the_recurrent_horizon_runs_in_length_and_an_exact_model_holds_at_every_rung():
+    cfg = compose(["task=recurrent_arithmetic", "task.op=add", "task.length=3", "task.extrapolation_length=40",
+                   "task.test_samples=50", "task.extrapolation_samples=20"])
+    problem = ArithmeticProblem(cfg.task, [3, 4], recurrent=True)
+    assert problem.horizon(_Operands(problem, 0.0), [1, 2, 4], 20, 1e-5) == {"float32": [4.0, 4.0],
+                                                                             "float64": [4.0, 4.0]}
+    assert problem.horizon(_Operands(problem, 0.0, nudge=1e-3), [1, 2], 20, 1e-5)["float64"] == [0.0, 0.0]
