@@ -45,7 +45,7 @@ PAPER := $(if $(filter paper,$(BUDGET)),_paper)
 VARIANT ?=
 V := $(if $(VARIANT),_$(VARIANT))
 # the variants there are: <target>_<variant>.yaml less budgets and a target's second sweeps
-VARIANTS = $(sort $(filter-out paper units long stacks %_a3c,$(shell ls configs/experiment | sed -nE 's/^(table1_static|table1_recurrent|table2_stacks|table2|table3|table4|table5|figure4|figure5|units|protocol_search)_(paper_)?(.+)\.yaml$$/\3/p')))
+VARIANTS = $(sort $(filter-out paper units long stacks %_a3c %_div,$(shell ls configs/experiment | sed -nE 's/^(table1_static|table1_recurrent|table2_stacks|table2|table3|table4|table5|figure4|figure5|units|protocol_search)_(paper_)?(.+)\.yaml$$/\3/p')))
 $(if $(VARIANT),$(if $(wildcard configs/experiment/*_$(VARIANT).yaml),,$(error VARIANT=$(VARIANT) names no configs/experiment/<target>_$(VARIANT).yaml; valid: $(VARIANTS))))
 # VARIANT=protocol<k>: Table 1's static half under the k-th best data protocol of the blind search (its
 # input range, subsets and overlap; configs/experiment/table1_static_protocol<k>.yaml; protocol1_seeds100:
@@ -135,13 +135,14 @@ reproduce-protocol-search: install  ## Table 1's protocol searched against the p
 	$(EVIDENCE) protocol_search$(V) multirun/protocol_search$(V)
 	$(call TABLES,protocol_search$(V))
 
-reproduce-units: install  ## NAC, NALU, NAU, NMU, iNALU, NPU, RealNPU + baselines, 54 cells x 10 seeds, + 3 longer -> results/units.* (BUDGET=paper: units_paper.*; VARIANT=seeds100: 100 seeds per cell, units_seeds100.*; protocol1: the units under Table 1's first protocol of the search, units_protocol1.*)
+reproduce-units: install  ## NAC, NALU, NAU, NMU, iNALU, NPU, RealNPU + baselines, 54 cells x 10 seeds, + 3 longer -> results/units.* (BUDGET=paper: units_paper.*; VARIANT=seeds100: 100 seeds per cell, units_seeds100.*; protocol1: the units under Table 1's first protocol of the search, units_protocol1.*; primer: the Primer benchmark's protocol, 9 ranges x 4 functions x 25 seeds, units_primer.*)
 ifeq ($(BUDGET),paper)
 	$(RUN) -m +experiment=units_paper $(SWEEP)
 	$(EVIDENCE) units_paper multirun/units_paper
 	$(call TABLES,units_paper)
 else ifneq ($(VARIANT),)
 	$(RUN) -m +experiment=units$(V) $(SWEEP)
+	$(if $(wildcard configs/experiment/units$(V)_div.yaml),$(RUN) -m +experiment=units$(V)_div $(SWEEP))
 	$(EVIDENCE) units$(V) multirun/units$(V)
 	$(call TABLES,units$(V))
 else

@@ -50,5 +50,6 @@ BUILT = [
     Built("units_paper", "units", reads=("table1_paper",), args=("--long", "none")),
     Built("units_seeds100", "units", args=("--long", "none")),
     Built("units_protocol1", "units", args=("--long", "none")),
+    Built("units_primer", "primer"),
 ]
 BY_NAME = {b.name: b for b in BUILT}

@@ -339,3 +339,57 @@ def test_the_recurrent_horizon_runs_in_length_and_an_exact_model_holds_at_every_
     assert problem.horizon(_Operands(problem, 0.0), [1, 2, 4], 20, 1e-5) == {"float32": [4.0, 4.0],
                                                                              "float64": [4.0, 4.0]}
     assert problem.horizon(_Operands(problem, 0.0, nudge=1e-3), [1, 2], 20, 1e-5)["float64"] == [0.0, 0.0]
+
+
+# --- the Primer benchmark's protocol (issue 38): its ranges and its criterion ---------------------
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+def test_the_primer_threshold_is_the_mse_of_its_near_perfect_outputs_on_the_signed_range(op):
+    """At the Primer's input size 2 (a = x_1, b = x_2): a +- b off by -eps (|a| + |b|); a * b times
+    (1 - eps)^2; a / b times (1 - eps) / (1 + eps) (nalm-benchmark's generate_exp_thresholds.r)."""
+    eps = 1e-4
+    cfg = compose(["+experiment=units_primer", f"task.op={op}", "task.range=s2_2" if op != "div" else "task.range=n2_1",
+                   "task.test_samples=100", "task.extrapolation_samples=4000"])
+    problem = ArithmeticProblem(cfg.task, [3, 4], recurrent=False, ops=[op, op])
+    x = problem.sets["extrapolation"][0][0].double()  # [N, 2]
+    a, b = x[:, 0], x[:, 1]
+    exact = {"add": a + b, "sub": a - b, "mul": a * b, "div": a / b}[op]
+    near = {"add": a + b - eps * x.abs().sum(1), "sub": a - b - eps * x.abs().sum(1),
+            "mul": (1 - eps) ** 2 * a * b, "div": (1 - eps) / (1 + eps) * a / b}[op]
+    expected = (near - exact).square().mean().float()
+    torch.testing.assert_close(problem.success_threshold(eps, kind="primer"), expected.expand(2), rtol=1e-6, atol=0)
+    if op != "div":  # the signed range: magnitudes in [2, 6], both signs about equally often
+        assert x.abs().min() >= 2 and x.abs().max() <= 6 and 0.45 < (x < 0).double().mean() < 0.55
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["task.op=square"], "criterion covers"),
+    (["task.op=div", "task.range=s2_2"], "holds 0"),
+    (["task.range=s2_2", "task.input_size=4"], "one input each"),
+    (["task.range=n2_1", "task.ranges.n2_1.extrapolation.high=-1.5"], "does not exceed training"),
+])
+def test_the_primer_protocol_refuses_what_it_cannot_score(overrides, message):
+    from nalu.errors import ConfigError
+    from tasks.arithmetic.functions import check
+
+    with pytest.raises(ConfigError, match=message):
+        check(compose(["+experiment=units_primer", *overrides]))
+
+
+def test_a_tiny_primer_sweep_builds_its_table_by_function_unit_and_range(workdir):
+    from .conftest import TINY_ARITHMETIC, build_table, cli
+
+    common = ["model=nau,nmu", "task.range=s2_2,n12_11", *TINY_ARITHMETIC]
+    cli(["-m", "suite.run", "-m", "+experiment=units_primer", "task.op=add,mul", *common], workdir)
+    cli(["-m", "suite.run", "-m", "+experiment=units_primer_div", *common[:1], "task.range=n12_11", *common[2:]],
+        workdir)
+    out = workdir / "results"
+    build_table("primer", [workdir / "multirun/units_primer"], workdir, out, name="units_primer")
+    import pandas as pd
+
+    df = pd.read_csv(out / "units_primer.csv")
+    assert len(df) == 2 * 2 * 2 + 2  # units x ranges x (add, mul) + units x one range (a/b)
+    assert set(df.unit) == {"NAU", "NMU"} and (df.seeds == 2).all() and df.solved.between(0, 2).all()
+    md = (out / "units_primer.md").read_text()
+    assert "U[-2, 2] -> +-[2, 6]" in md and "## a/b: seeds solved" in md and "## a-b" not in md

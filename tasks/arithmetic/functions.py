@@ -53,6 +53,32 @@ class Split:
     high: float
     length: int  # time steps; 1 for the static task
     samples: int
+    signed: bool = False  # each value's sign at random: U[low, high] or U[-high, -low] (the Primer's [[-6,-2],[2,6]])
+
+    @classmethod
+    def of(cls, rng: DictConfig, length: int, samples: int) -> Split:
+        """From a config range ``{low, high[, signed]}`` (``signed`` absent: false)."""
+        return cls(rng.low, rng.high, length, samples, bool(rng.get("signed", False)))
+
+    def magnitudes(self) -> tuple[float, float]:
+        """The least and greatest |value| the range holds."""
+        if self.signed or self.low >= 0:
+            return self.low, self.high
+        if self.high <= 0:
+            return -self.high, -self.low
+        return 0.0, max(-self.low, self.high)
+
+    def draw(self, x: Tensor, gen: torch.Generator) -> Tensor:
+        """Fill ``x`` from this range in place (an unsigned range draws exactly what ``uniform_`` does)."""
+        x.uniform_(self.low, self.high, generator=gen)
+        if self.signed:
+            x.mul_(torch.randint(0, 2, x.shape, generator=gen, dtype=x.dtype).mul_(2).sub_(1))
+        return x
+
+
+# success criteria (config ``task.success.kind``): Madsen & Johansen's near-perfect first layer, or the
+# Primer's near-perfect outputs (Mistry et al., nalm-benchmark's generate_exp_thresholds.r)
+CRITERIA = ("madsen_johansen", "primer")
 
 
 def subset_layout(n: int, subset_ratio: float, overlap_ratio: float) -> tuple[int, int, int]:
@@ -94,17 +120,20 @@ def check_splits(train: Split, extrap: Split, op: str) -> None:
     for name, s in ((INTERPOLATION, train), (EXTRAPOLATION, extrap)):
         if not s.low < s.high:
             raise ConfigError(f"{name} range [{s.low}, {s.high}] is empty: low must be < high")
-        if op == "sqrt" and s.low < 0:
-            raise ConfigError(f"sqrt(a) needs a >= 0, but the {name} range starts at {s.low}")
+        if s.signed and s.low < 0:
+            raise ConfigError(f"a signed {name} range takes magnitudes: low must be >= 0, got {s.low}")
+        if op == "sqrt" and (s.low < 0 or s.signed):
+            raise ConfigError(f"sqrt(a) needs a >= 0, but the {name} range holds negative values")
         if op == "div" and s.low <= 0 <= s.high:
             raise ConfigError(f"a/b needs b != 0, but the {name} range [{s.low}, {s.high}] holds 0")
-    # every extrapolation ``a`` must lie above every training ``a`` (a = length * size * x)
-    if not (extrap.length * extrap.low >= train.length * train.high
-            and extrap.length * extrap.high > train.length * train.high):
+    # every extrapolation ``a`` must lie beyond every training ``a`` in magnitude (a = length * size * x;
+    # for ranges of non-negative values: above it)
+    (_, train_hi), (extrap_lo, extrap_hi) = train.magnitudes(), extrap.magnitudes()
+    if not (extrap.length * extrap_lo >= train.length * train_hi and extrap.length * extrap_hi > train.length * train_hi):
         raise ConfigError(
-            f"extrapolation (values [{extrap.low}, {extrap.high}], length {extrap.length}) does not "
-            f"exceed training (values [{train.low}, {train.high}], length {train.length}): "
-            "every extrapolation sum must lie above every training sum"
+            f"extrapolation (values [{extrap.low}, {extrap.high}]{', either sign' if extrap.signed else ''}, "
+            f"length {extrap.length}) does not exceed training (values [{train.low}, {train.high}], length "
+            f"{train.length}): every extrapolation sum must lie beyond every training sum in magnitude"
         )
 
 
@@ -123,9 +152,8 @@ class ArithmeticProblem:
         self.members = len(seeds)
         self.n = cfg.input_size
         self.batch_size = cfg.batch_size
-        self.train = Split(cfg.interpolation.low, cfg.interpolation.high, cfg.length, 0)
-        self.extrap = extrap = Split(cfg.extrapolation.low, cfg.extrapolation.high, cfg.extrapolation_length,
-                                     cfg.extrapolation_samples)
+        self.train = Split.of(cfg.interpolation, cfg.length, 0)
+        self.extrap = extrap = Split.of(cfg.extrapolation, cfg.extrapolation_length, cfg.extrapolation_samples)
         for op in sorted(set(self.ops)):
             check_splits(self.train, extrap, op)
         size, overlap, span = subset_layout(self.n, cfg.subset_ratio, cfg.overlap_ratio)
@@ -138,7 +166,7 @@ class ArithmeticProblem:
         # the first layer's input work is done once for all; else each seed draws its own stream.
         self.shared_batches = cfg.shared_batches
         self.data_gens = training_streams("arithmetic", seeds, self.shared_batches, cfg.data_seed)
-        interp = Split(self.train.low, self.train.high, self.train.length, cfg.test_samples)
+        interp = Split(self.train.low, self.train.high, self.train.length, cfg.test_samples, self.train.signed)
         self.sets = {
             VALIDATION: self._draw(interp, VALIDATION),
             INTERPOLATION: self._draw(interp, INTERPOLATION),
@@ -156,7 +184,7 @@ class ArithmeticProblem:
     def _draw(self, split: Split, name: str) -> tuple[Tensor, Tensor]:
         """A fixed evaluation set shared by every member: inputs ``[1, N, ...]``, targets ``[M, N, 1]``."""
         x = torch.empty(self._shape(split.samples, split.length))
-        x.uniform_(split.low, split.high, generator=generator("arithmetic", name, self.n))
+        split.draw(x, generator("arithmetic", name, self.n))
         return x.unsqueeze(0), self.targets(x.unsqueeze(0))
 
     def operands(self, x: Tensor, masks: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
@@ -183,7 +211,7 @@ class ArithmeticProblem:
     def batch(self) -> tuple[Tensor, Tensor]:
         x = torch.empty(len(self.data_gens), *self._shape(self.batch_size, self.train.length))
         for i, g in enumerate(self.data_gens):
-            x[i].uniform_(self.train.low, self.train.high, generator=g)
+            self.train.draw(x[i], g)
         x = x.to(self.mask_a.device)  # drawn on the CPU on every device: the same stream
         return x, self.targets(x)
 
@@ -191,7 +219,7 @@ class ArithmeticProblem:
     def evaluate(self, model: nn.Module) -> Metrics:
         return {name: mse(model, x, y) for name, (x, y) in self.sets.items()}
 
-    def success_threshold(self, epsilon: float, widen: int = 0) -> Tensor:
+    def success_threshold(self, epsilon: float, widen: int = 0, kind: str = "madsen_johansen") -> Tensor:
         """``[M]``: the extrapolation MSE of a near-perfect model, whose first layer takes
         ``1 - epsilon`` of each selected input and ``epsilon`` of every other one, and whose second
         layer applies the operation exactly (Madsen & Johansen 2020, Section 4.1). A seed whose
@@ -201,12 +229,21 @@ class ArithmeticProblem:
         their R export built the near-perfect model's subsets with R's inclusive ranges, one input
         wider than their task's (26 inputs overlapping by 13 where the task has 25 overlapping by
         12), at the same offset. It is the looser of the two for +, /, sqrt; ours (``widen=0``)
-        is the one that belongs to the task."""
-        return self.threshold_on(self.sets[EXTRAPOLATION][0], epsilon, widen)
+        is the one that belongs to the task.
 
-    def threshold_on(self, x: Tensor, epsilon: float, widen: int = 0) -> Tensor:
+        ``kind="primer"``: the Primer benchmark's near-perfect model instead (Mistry et al.;
+        nalm-benchmark's ``generate_exp_thresholds.r``), which perturbs the outputs: ``a + b`` and
+        ``a - b`` off by ``-epsilon * sum |x|`` over every input; ``a * b`` times
+        ``(1 - epsilon)^2``, ``a / b`` times ``(1 - epsilon) / (1 + epsilon)``, each also times
+        ``prod (1 - epsilon |x_i|)`` over the inputs in neither subset (none at the Primer's input
+        size 2). Computed on this task's extrapolation set, not on a fresh million samples."""
+        return self.threshold_on(self.sets[EXTRAPOLATION][0], epsilon, widen, kind)
+
+    def threshold_on(self, x: Tensor, epsilon: float, widen: int = 0, kind: str = "madsen_johansen") -> Tensor:
         """``success_threshold`` on the inputs ``x`` ``[1, N, ...]``."""
         x = x.double()  # float32 would blur an epsilon of 1e-5
+        if kind == "primer":
+            return self._primer_threshold(x, epsilon)
         masks = None
         if widen:
             size, overlap = self.subset_size + widen, self.overlap + widen
@@ -217,7 +254,21 @@ class ArithmeticProblem:
         near = self.fn((1 - epsilon) * a + epsilon * (total - a), (1 - epsilon) * b + epsilon * (total - b))
         return (near - self.fn(a, b)).square().mean(1).float()
 
-    def horizon(self, model: nn.Module, rungs: Sequence[float], samples: int, epsilon: float) -> dict[str, list[float]]:
+    def _primer_threshold(self, x: Tensor, epsilon: float) -> Tensor:
+        a, b = self.operands(x)  # [M, N]
+        values = x.sum(dim=2) if self.recurrent else x  # [1, N, n]
+        neither = 1 - torch.maximum(self.mask_a, self.mask_b).to(x)  # [M, n]
+        scale = torch.exp(torch.log1p(-epsilon * values[0].abs()) @ neither.T).T  # [M, N]: prod over neither subset
+        shift = -epsilon * values[0].abs().sum(-1)  # [N]
+        factors = {"mul": (1 - epsilon) ** 2, "div": (1 - epsilon) / (1 + epsilon)}
+        exact = self.fn(a, b)
+        runs = self.runs if self.op is None else [(0, self.members, self.op)]
+        near = torch.cat([exact[i:j] + shift if op in ("add", "sub") else exact[i:j] * factors[op] * scale[i:j]
+                          for i, j, op in runs])
+        return (near - exact).square().mean(1).float()
+
+    def horizon(self, model: nn.Module, rungs: Sequence[float], samples: int, epsilon: float,
+                kind: str = "madsen_johansen") -> dict[str, list[float]]:
         """How far out each member stays solved: per precision (``float32``, as trained, and
         ``float64``, the same weights cast), the last rung of ``rungs`` (increasing) up to which every
         rung is solved, or 0. A rung ``r`` scales the extrapolation range's values by ``r`` (static
@@ -228,13 +279,13 @@ class ArithmeticProblem:
         solved = {"float32": [], "float64": []}
         wide = copy.deepcopy(model).double()
         for i, r in enumerate(rungs):
-            split = (Split(low, high, int(round(r * length)), samples) if self.recurrent
-                     else Split(low * r, high * r, 1, samples))
+            split = (Split(low, high, int(round(r * length)), samples, self.extrap.signed) if self.recurrent
+                     else Split(low * r, high * r, 1, samples, self.extrap.signed))
             x = torch.empty(self._shape(split.samples, split.length), dtype=torch.float64)
-            x.uniform_(split.low, split.high, generator=generator("arithmetic", f"horizon{i}", self.n))
+            split.draw(x, generator("arithmetic", f"horizon{i}", self.n))
             x = x.unsqueeze(0).to(self.mask_a.device)
             y = self.targets(x)  # [M, N, 1], float64
-            threshold = self.threshold_on(x, epsilon).double()
+            threshold = self.threshold_on(x, epsilon, kind=kind).double()
             for name, m, xs in (("float32", model, x.float()), ("float64", wide, x)):
                 err = (predict(m, xs).double() - y).square().flatten(1).mean(1).cpu()
                 solved[name].append(err < threshold)  # NaN: not solved
@@ -304,9 +355,15 @@ def check(cfg: DictConfig) -> None:
     subsets and the ranges."""
     t = cfg.task
     op = check_choice("op", t.op, OPS)
-    subset_layout(t.input_size, t.subset_ratio, t.overlap_ratio)
-    check_splits(Split(t.interpolation.low, t.interpolation.high, t.length, 0),
-                 Split(t.extrapolation.low, t.extrapolation.high, t.extrapolation_length, 0), op)
+    size, _, _ = subset_layout(t.input_size, t.subset_ratio, t.overlap_ratio)
+    train, extrap = Split.of(t.interpolation, t.length, 0), Split.of(t.extrapolation, t.extrapolation_length, 0)
+    check_splits(train, extrap, op)
+    if (train.signed or extrap.signed) and (size > 1 or cfg.task.get("length", 1) > 1):
+        raise ConfigError("a signed range needs a and b of one input each, on the static task: "
+                          "sums of values of either sign can cancel into the training range")
+    kind = check_choice("success.kind", t.success.get("kind", "madsen_johansen"), CRITERIA)
+    if kind == "primer" and op not in ("add", "sub", "mul", "div"):
+        raise ConfigError(f"the Primer's success criterion covers a+b, a-b, a*b and a/b, not {OPS[op][0]}")
 
 
 def run(cfg: DictConfig, log, recurrent: bool) -> dict:
@@ -324,14 +381,16 @@ def run_group(cfgs: Sequence[DictConfig], log, recurrent: bool) -> list[dict]:
     problem = ArithmeticProblem(cfg.task, seeds, recurrent, ops=ops)
     in_features = cfg.task.input_size
     result, fitted = train_cell(cfg, problem, in_features, 1, recurrent, log, select=VALIDATION, seeds=seeds)
-    threshold = problem.success_threshold(cfg.task.success.epsilon).cpu()
+    kind = cfg.task.success.get("kind", "madsen_johansen")  # absent in configs before the Primer's criterion
+    threshold = problem.success_threshold(cfg.task.success.epsilon, kind=kind).cpu()
     # the threshold behind Madsen & Johansen's published rates, for the static task they ran
-    published = None if recurrent else problem.success_threshold(cfg.task.success.epsilon, widen=1).cpu()
+    published = (None if recurrent or kind != "madsen_johansen"
+                 else problem.success_threshold(cfg.task.success.epsilon, widen=1).cpu())
     sparsity = sparsity_error(fitted.best_model)
     horizon = None
     if cfg.task.get("horizon"):  # configs/task/*_arithmetic.yaml: off (null) unless a sweep asks for it
         h = cfg.task.horizon
-        horizon = problem.horizon(fitted.best_model, list(h.rungs), h.samples, cfg.task.success.epsilon)
+        horizon = problem.horizon(fitted.best_model, list(h.rungs), h.samples, cfg.task.success.epsilon, kind)
 
     ref_cfg = cfg.task.reference
     ref_seeds = [ref_cfg.seed + r for r in range(ref_cfg.members)]
