@@ -229,7 +229,8 @@ def build(evidence: Path | list[Path], out: Path, name: str = "protocol_search")
     text = [title, caption, search.about.replace("\n", " ").strip(),
             "## The closest candidates", to_markdown(top),
             f"{search.default_name} "
-            f"ranks {', '.join(f'{int(r.at_rank)} ({r.reference}, {r.distance:.3f})' for r in mj.itertuples())}.",
+            + (f"ranks {', '.join(f'{int(r.at_rank)} ({r.reference}, {r.distance:.3f})' for r in mj.itertuples())}."
+               if len(mj) else "is not among the candidates."),
             f"## The best candidate's rows beside the paper's (rank 1: {search.describe(best)}, "
             f"reference {best.reference})",
             to_markdown(shown),
