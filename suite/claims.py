@@ -72,6 +72,10 @@ class Claim:
     family: str  # the tables that test it: <family>.csv and <family>_<budget|variant>.csv
     readings: tuple[Reading, ...]
     csv: str = ""  # the table file's stem when it is not the family's (Figure 1: figure1)
+    # trained as the paper says? The model under test (or the baselines a claim compares with) at
+    # the paper's level inside its training domain, from the same table; None: the claim is itself
+    # about the training domain, or the paper gives no in-domain number to hold it to
+    trained: Rule | None = None
 
 
 def num(x) -> float:
@@ -233,26 +237,35 @@ CLAIMS = [
     Claim("identity", "1.1, Table 5", "MLPs with common nonlinearities fail to extrapolate the identity function",
           "table5", (Reading("every MLP fails on [-1000, 1000]", identity_rule),)),
     Claim("static-add", "4.1, Table 1", "NAC and NALU extrapolate addition and subtraction (printed 0.0)",
-          "table1", table1_readings(STATIC_UNITS)),
+          "table1", table1_readings(STATIC_UNITS),
+          trained=as_good_as_paper("ours", table1_cells("static", ("nac", "nalu"), ("a+b", "a-b"), "interpolation"))),
     Claim("static-mul", "4.1, Table 1", "the NALU extrapolates a*b, a/b, a^2 and sqrt(a) (0.0, 0.7, 0.0, 0.0)",
-          "table1", table1_readings(STATIC_NALU)),
+          "table1", table1_readings(STATIC_NALU),
+          trained=as_good_as_paper("ours", table1_cells("static", ("nalu",), ("a*b", "a/b", "a^2", "sqrt(a)"),
+                                                        "interpolation"))),
     Claim("recurrent", "4.1, Table 1", "recurrent NAC and NALU extrapolate from length 10 to 1000",
-          "table1", table1_readings(RECURRENT_UNITS)),
+          "table1", table1_readings(RECURRENT_UNITS),
+          trained=as_good_as_paper("ours", table1_cells("recurrent", ("nac", "nalu"), None, "interpolation"))),
     Claim("baselines-fail", "4.1, Table 1", "ReLU6, linear, LSTM and ReLU RNN fail outside their training range",
           "table1", (Reading("selected seed", fails_like_paper("ours", table1_cells("static", ("relu6", "none"), None, "extrapolation"))),
-                     Reading("recurrent, selected seed", fails_like_paper("ours", table1_cells("recurrent", ("lstm", "rnn_relu"), None, "extrapolation"))))),
+                     Reading("recurrent, selected seed", fails_like_paper("ours", table1_cells("recurrent", ("lstm", "rnn_relu"), None, "extrapolation")))),
+          trained=lambda df: [*as_good_as_paper("ours", table1_cells("static", ("relu6", "none"), None, "interpolation"))(df),
+                              *as_good_as_paper("ours", table1_cells("recurrent", ("lstm", "rnn_relu"), None,
+                                                                     "interpolation"))(df)]),
     Claim("recurrent-interpolation", "4.1, Table 1", "all models interpolate successfully (recurrent, printed 0.0)",
           "table1", (Reading("selected seed", as_good_as_paper("ours", table1_cells("recurrent", ("lstm", "rnn_relu", "nac", "nalu"), None, "interpolation"))),)),
     Claim("mnist-extrapolation", "4.2, Table 2", "NAC and NALU cores count and add series of 100 and 1000 digits",
           "table2", (Reading("selected seed, at most twice the paper's MAE", table2_rule("ours", ("nac", "nalu"), (100, 1000), at_most_twice)),
-                     Reading("median seed, at most twice the paper's MAE", table2_rule("median", ("nac", "nalu"), (100, 1000), at_most_twice)))),
+                     Reading("median seed, at most twice the paper's MAE", table2_rule("median", ("nac", "nalu"), (100, 1000), at_most_twice))),
+          trained=table2_rule("ours", ("nac", "nalu"), (1,), within_points(5))),
     Claim("mnist-length1", "4.2, Table 2", "accuracy on single digits (length 1) as printed",
           "table2", (Reading("selected seed, within 5 points", table2_rule("ours", ("lstm", "gru", "rnn_tanh", "rnn_relu", "nac", "nalu"), (1,), within_points(5))),)),
     Claim("number-words", "4.3, Table 3", "LSTM + NALU reads number words with test MAE 0.41 (LSTM 29.4)",
           "table3", (Reading("selected model", table3_rule("ours_test")), Reading("median candidate", table3_rule("mae_median")))),
     Claim("programs", "4.4, Figure 4", "all models solve addition inside the training range; only the recurrent NALU extrapolates",
           "figure4", (Reading("in range (100): every model 90% exact", figure4_rule(("lstm", "ugrnn", "dnc", "lstm_nalu", "ugrnn_nalu", "dnc_nalu", "nalu"), 100, True)),
-                      Reading("beyond (10,000): the NALU models 90% exact", figure4_rule(("lstm_nalu", "ugrnn_nalu", "dnc_nalu", "nalu"), 10000, True)))),
+                      Reading("beyond (10,000): the NALU models 90% exact", figure4_rule(("lstm_nalu", "ugrnn_nalu", "dnc_nalu", "nalu"), 10000, True))),
+          trained=figure4_rule(("lstm", "ugrnn", "dnc"), 100, True)),
     Claim("grid-world", "4.5, Figure 5", "A3C + NAC holds its reward to commands of about 19; A3C degrades above 13",
           "figure5", (Reading("A3C + NAC at or above 0 for commands 13-19", figure5_rule("a3c_nac", range(13, 20), True)),
                       Reading("A3C below 0 for commands 15-19", figure5_rule("a3c", range(15, 20), False)))),
@@ -328,8 +341,18 @@ def evaluate(results: Path) -> pd.DataFrame:
                 rows.append({"claim": claim.id, "section": claim.section, "paper_says": claim.sentence,
                              "table": name, "protocol": protocol(evidence), "reading": reading.name,
                              "verdict": verdict(checks), "agree": sum(c.agrees for c in checks),
-                             "cells": len(checks), "numbers": numbers(checks), "source": source})
+                             "cells": len(checks), "numbers": numbers(checks), "source": source,
+                             **trained_as_paper(claim, df)})
     return pd.DataFrame(rows)
+
+
+def trained_as_paper(claim: Claim, df: pd.DataFrame) -> dict[str, str]:
+    """``trained``: yes when every in-domain cell of the claim's ``trained`` rule is at the paper's
+    level, no when any is not, n/a without a rule or cells; ``trained_numbers``: what it rests on."""
+    checks = claim.trained(df) if claim.trained else []
+    if not checks:
+        return {"trained": "n/a", "trained_numbers": ""}
+    return {"trained": "yes" if all(c.agrees for c in checks) else "no", "trained_numbers": numbers(checks)}
 
 
 def glance(df: pd.DataFrame) -> str:
@@ -358,9 +381,14 @@ def markdown(df: pd.DataFrame) -> str:
             "table's evidence is committed or the table is an earlier run's whose evidence is pending; "
             "*protocol*, for the tables of the static task, its data: the inputs' training range, the share "
             "of them that a and b each sum, and how much the two overlap (Madsen & Johansen's U[1, 2], "
-            "0.25, 0.5 by default; the others from Table 1's protocol search, `results/protocol_search.md`).",
+            "0.25, 0.5 by default; the others from Table 1's protocol search, `results/protocol_search.md`). "
+            "*trained*: whether the model under test (for the baselines' claim and Figure 4, the baselines) "
+            "is at the paper's level inside its training domain in the same table, so that a failure outside "
+            "it tests extrapolation (Table 1: its interpolation rows; Table 2: single digits, within 5 points; "
+            "Figure 4: the baselines 90% exact below 100); n/a where the paper gives no in-domain number or "
+            "the claim is itself about the training domain.",
             "## At a glance", glance(df), "## Every budget and variant"]
-    body = df[["claim", "table", "protocol", "reading", "verdict", "numbers", "source"]]
+    body = df[["claim", "table", "protocol", "reading", "verdict", "numbers", "trained", "trained_numbers", "source"]]
     text.append(body.to_markdown(index=False, disable_numparse=True))
     return "\n\n".join(text) + "\n"
 

@@ -95,3 +95,19 @@ def test_the_best_of_k_reading_asks_whether_the_best_of_10_by_validation_prints_
     checks = best_of_k(10, STATIC_NALU)(df)
     assert [(c.cell, c.agrees) for c in checks] == [("static nalu a*b", False), ("static nalu a^2", True)]
     assert checks[0].shown == "P(best of 10 prints 0.0) 0.10"
+
+
+def test_trained_as_the_paper_says_reads_the_same_cells_inside_the_training_range():
+    """The NALU's multiplication claim is a test of extrapolation only where its interpolation rows
+    print what the paper's do: yes when all four do, no when one does not, n/a for a claim without
+    an in-domain rule."""
+    mul = next(c for c in CLAIMS if c.id == "static-mul")
+    rows = [{"function": f, "range": "interpolation", "paper": "5.3" if f == "a/b" else "0.0", "ours": 0.01}
+            for f in ("a*b", "a/b", "a^2", "sqrt(a)")]
+    good = table1(rows)
+    assert claims.trained_as_paper(mul, good)["trained"] == "yes"
+    bad = table1([{**r, "ours": 0.3} if r["function"] == "a*b" else r for r in rows])
+    said = claims.trained_as_paper(mul, bad)
+    assert said["trained"] == "no" and "static nalu a*b 0.3" in said["trained_numbers"]
+    identity = next(c for c in CLAIMS if c.id == "identity")
+    assert claims.trained_as_paper(identity, good) == {"trained": "n/a", "trained_numbers": ""}
