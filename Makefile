@@ -54,6 +54,9 @@ $(if $(VARIANT),$(if $(wildcard configs/experiment/*_$(VARIANT).yaml),,$(error V
 STATIC_ONLY := $(filter protocol%,$(VARIANT))
 # UNIT=<package.module>:<Class> (make benchmark-unit): the files are named after the class, lower case
 UNIT ?=
+# PROTOCOL=primer (make benchmark-unit): the Primer benchmark's protocol instead of the units table's
+PROTOCOL ?= units
+$(if $(filter-out units primer,$(PROTOCOL)),$(error PROTOCOL must be units or primer, got '$(PROTOCOL)'))
 UNIT_NAME = $(shell echo '$(UNIT)' | sed 's/.*://' | tr 'A-Z' 'a-z')
 BENCH_OUT ?= results/benchmarks
 
@@ -154,11 +157,18 @@ else
 	$(call TABLES,units)
 endif
 
-benchmark-unit: install  ## a unit of your own (UNIT=<package.module>:<Class> or <file.py>:<Class>) on the units table's protocol, beside the suite's units -> results/benchmarks/<class>.{md,csv,png} (BENCH_OUT=<folder> elsewhere)
+benchmark-unit: install  ## a unit of your own (UNIT=<package.module>:<Class> or <file.py>:<Class>) on the units table's protocol, beside the suite's units -> results/benchmarks/<class>.{md,csv,png} (BENCH_OUT=<folder> elsewhere; PROTOCOL=primer: the Primer benchmark's, <class>_primer.*)
 	$(if $(UNIT),,$(error give UNIT=<package.module>:<Class>, e.g. make benchmark-unit UNIT=examples.units.clipped_adder:ClippedAdder))
+ifeq ($(PROTOCOL),primer)
+	$(RUN) -m +experiment=benchmark_unit_primer 'model.unit=$(UNIT)' name=benchmark_$(UNIT_NAME)_primer hydra.sweep.dir=multirun/benchmark_$(UNIT_NAME)_primer $(SWEEP)
+	$(RUN) -m +experiment=benchmark_unit_primer_div 'model.unit=$(UNIT)' name=benchmark_$(UNIT_NAME)_primer hydra.sweep.dir=multirun/benchmark_$(UNIT_NAME)_primer $(SWEEP)
+	$(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(UNIT_NAME)_primer multirun/benchmark_$(UNIT_NAME)_primer --out $(BENCH_OUT) && \
+	  $(PY) -m suite.tables primer --evidence $(BENCH_OUT)/$(UNIT_NAME)_primer.jsonl $(wildcard results/evidence/units_primer.jsonl) --out $(BENCH_OUT) --name $(UNIT_NAME)_primer)
+else
 	$(RUN) -m +experiment=benchmark_unit 'model.unit=$(UNIT)' name=benchmark_$(UNIT_NAME) hydra.sweep.dir=multirun/benchmark_$(UNIT_NAME) $(SWEEP)
 	$(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(UNIT_NAME) multirun/benchmark_$(UNIT_NAME) --out $(BENCH_OUT) && \
 	  $(PY) -m suite.tables units --evidence $(BENCH_OUT)/$(UNIT_NAME).jsonl results/evidence/units.jsonl --long units_long --out $(BENCH_OUT) --name $(UNIT_NAME))
+endif
 
 verify: data  ## rerun TARGET's cells (or SAMPLE="model=nac") in a scratch copy and compare with results/ within seed-level noise
 	$(if $(TARGET),,$(error give TARGET=<target>, e.g. make verify TARGET=table5))

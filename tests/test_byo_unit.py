@@ -122,11 +122,31 @@ def test_make_benchmark_unit_scores_it_beside_the_suites_units(tmp_path):
     assert (tmp_path / "scorecards/clippedadder.png").stat().st_size > 0
 
 
+def test_make_benchmark_unit_under_the_primers_protocol_scores_it_by_range(tmp_path):
+    """``PROTOCOL=primer``: both of its sweeps (a/b apart), narrowed to one range and a tiny budget."""
+    from scripts.verify import copy_tree
+
+    copy_tree(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES")}
+    p = subprocess.run(["make", "benchmark-unit", f"UNIT={EXAMPLE}", "PROTOCOL=primer", "BENCH_OUT=scorecards",
+                        "JOBS=1", "SAMPLE=task.steps=60 task.eval_every=20 seeds=2 progress=false task.range=n12_11 "
+                        "task.test_samples=100 task.extrapolation_samples=50"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    card = (tmp_path / "scorecards/clippedadder_primer.md").read_text()
+    assert card.count("| ClippedAdder ") == 4 and "U[-1.2, -1.1] -> [-6.1, -1.2]" in card  # a+b, a-b, a*b, a/b
+
+
 @pytest.mark.parametrize("evidence", sorted((ROOT / "results/benchmarks").glob("*.jsonl")), ids=lambda p: p.stem)
 def test_a_committed_scorecard_is_rebuilt_from_its_evidence_byte_for_byte(tmp_path, evidence):
-    from suite.tables import units
+    from suite.tables import primer, units
 
-    units.build([evidence, ROOT / "results/evidence/units.jsonl"], tmp_path, long="units_long", name=evidence.stem)
+    if evidence.stem.endswith("_primer"):
+        suite_units = ROOT / "results/evidence/units_primer.jsonl"
+        primer.build([evidence, *([suite_units] if suite_units.is_file() else [])], tmp_path, name=evidence.stem)
+    else:
+        units.build([evidence, ROOT / "results/evidence/units.jsonl"], tmp_path, long="units_long",
+                    name=evidence.stem)
     for suffix in (".md", ".csv"):
         assert (tmp_path / f"{evidence.stem}{suffix}").read_text() == evidence.with_suffix(suffix).read_text()
 

@@ -376,20 +376,3 @@ def test_the_primer_protocol_refuses_what_it_cannot_score(overrides, message):
     with pytest.raises(ConfigError, match=message):
         check(compose(["+experiment=units_primer", *overrides]))
 
-
-def test_a_tiny_primer_sweep_builds_its_table_by_function_unit_and_range(workdir):
-    from .conftest import TINY_ARITHMETIC, build_table, cli
-
-    cli(["-m", "suite.run", "-m", "+experiment=units_primer", "model=nmu", "task.op=add,mul", "task.range=s2_2",
-         *TINY_ARITHMETIC], workdir)
-    cli(["-m", "suite.run", "-m", "+experiment=units_primer_div", "model=nmu", "task.range=n12_11", *TINY_ARITHMETIC],
-        workdir)
-    out = workdir / "results"
-    build_table("primer", [workdir / "multirun/units_primer"], workdir, out, name="units_primer")
-    import pandas as pd
-
-    df = pd.read_csv(out / "units_primer.csv")
-    assert len(df) == 2 + 1  # (a+b, a*b) on U[-2, 2], a/b on U[-1.2, -1.1]
-    assert set(df.unit) == {"NMU"} and (df.seeds == 2).all() and df.solved.between(0, 2).all()
-    md = (out / "units_primer.md").read_text()
-    assert "U[-2, 2] -> +-[2, 6]" in md and "## a/b: seeds solved" in md and "## a-b" not in md

@@ -28,6 +28,12 @@ FUNCTIONS = ["a+b", "a-b", "a*b", "a/b"]
 UNITS = {"nac": "NAC", "nalu": "NALU", "nau": "NAU", "nmu": "NMU", "inalu": "iNALU", "npu": "NPU", "realnpu": "RealNPU"}
 
 
+def ordered_units(names) -> list[str]:
+    """The suite's units in their usual order, then any from outside (``make benchmark-unit``)."""
+    names = set(names)
+    return [u for u in UNITS.values() if u in names] + sorted(names - set(UNITS.values()))
+
+
 def label(t: dict) -> str:
     """A training range as the table prints it, with its extrapolation range."""
     i, e = t["interpolation"], t["extrapolation"]
@@ -50,7 +56,7 @@ def frame(cells: list[dict]) -> pd.DataFrame:
 def plot(df: pd.DataFrame, path: Path, caption: str) -> None:
     ranges = df.sort_values("low").drop_duplicates("range")
     fig, axes = plt.subplots(1, len(FUNCTIONS), figsize=(14, 4.2), sharey=True)
-    units = [u for u in UNITS.values() if u in set(df.unit)]
+    units = ordered_units(df.unit)
     for ax, fn in zip(axes, FUNCTIONS, strict=True):
         grid = (df[df.function == fn].pivot_table(index="unit", columns="range", values="rate")
                 .reindex(index=units, columns=list(ranges.range)))
@@ -90,7 +96,7 @@ def build(evidence: Path | list[Path], out: Path, name: str = "units_primer") ->
             continue
         grid = f.assign(cell=[f"{k}/{n}" for k, n in zip(f.solved, f.seeds, strict=True)]).pivot_table(
             index="unit", columns="ranges", values="cell", aggfunc="first")
-        grid = grid.reindex(index=[u for u in UNITS.values() if u in grid.index],
+        grid = grid.reindex(index=ordered_units(grid.index),
                             columns=[r for r in ordered_ranges if r in grid.columns])
         grid.columns = [r.split(" ->")[0] for r in grid.columns]
         text += [f"## {fn}: seeds solved", to_markdown(grid.fillna("-").reset_index())]
