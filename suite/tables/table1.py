@@ -10,6 +10,7 @@ import pandas as pd
 
 from nalu.scoring import wilson_interval
 from suite.tables import best_of_k
+from suite.tables.common import PRINTS_ZERO as ZERO
 from suite.tables.common import (
     choose_seed, fmt, load_cells, machines, paper, paper_float, quantiles, require, to_markdown, write_table,
 )
@@ -36,7 +37,7 @@ def verdict(ours: float, theirs: float) -> str:
     its >999), else ``xK``, ours K times the paper's (``x>1000`` beyond, ours infinite included)."""
     if math.isnan(ours) or math.isnan(theirs):
         return "n/a"
-    zero_ours, zero_theirs = ours < 0.05, theirs < 0.05
+    zero_ours, zero_theirs = ours < ZERO, theirs < ZERO
     if zero_ours and zero_theirs:
         return "match"
     if zero_theirs:
@@ -168,7 +169,7 @@ def caption(cells: list[dict], checkpoint: str, reference: str, solved_below: fl
 
 
 def build(evidence: Path | list[Path], out: Path, checkpoint: str = "best",
-          reference: str = "random", solved_below: float = 0.05, name: str = "table1") -> list[Path]:
+          reference: str = "random", solved_below: float = ZERO, name: str = "table1") -> list[Path]:
     evidence = [evidence] if isinstance(evidence, Path | str) else list(evidence)
     cells = [c for c in load_cells(*evidence) if c["task"] in ("static_arithmetic", "recurrent_arithmetic")]
     rows = [r for c in cells for r in cell_rows(c, checkpoint, reference, solved_below)]
@@ -245,11 +246,11 @@ def build(evidence: Path | list[Path], out: Path, checkpoint: str = "best",
 def selection_text(df: pd.DataFrame) -> str:
     """Cell by cell, where the paper prints 0.0 on extrapolation: does the seed validation picks
     print 0.0, does the best seed on the test range itself (the oracle), or neither."""
-    zero = df[(df.range == EXTRAPOLATION) & (df.paper < 0.05) & df.ours.notna()]
+    zero = df[(df.range == EXTRAPOLATION) & (df.paper < ZERO) & df.ours.notna()]
     groups = {"validation": [], "oracle": [], "neither": []}
     for r in zero.itertuples():
         name = f"{r.task} {r.model} {r.function}"
-        key = "validation" if r.ours < 0.05 else "oracle" if r.oracle < 0.05 else "neither"
+        key = "validation" if r.ours < ZERO else "oracle" if r.oracle < ZERO else "neither"
         groups[key].append(f"{name} ({fmt(r.ours)}; oracle {fmt(r.oracle)})" if key != "validation" else name)
     return "\n".join([
         "The paper prints one number per cell and does not say how it combined seeds. Of the "
