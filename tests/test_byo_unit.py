@@ -171,3 +171,21 @@ def test_the_benchmark_of_the_suites_own_nau_has_the_units_tables_success_counts
         within = [a - 1e-9 <= rate <= b + 1e-9 for (a, b), rate in (((lo, hi), row.solved / row.seeds),
                                                                      ((olo, ohi), ref.solved / ref.seeds))]
         assert all(within), (function, row.solved, ref.solved)
+
+
+@pytest.mark.parametrize("O,gate,op", [([1.0, 1.0], 30.0, lambda a, b: a + b), ([1.0, -1.0], 30.0, lambda a, b: a - b),
+                                       ([1.0, 1.0], -30.0, lambda a, b: a * b), ([1.0, -1.0], -30.0, lambda a, b: a / b)])
+def test_the_domain_mixed_unit_computes_its_four_operations_when_set_by_hand(O, gate, op):
+    """examples/units/dmu.py: with the selector O and the gate set, the operation on inputs of
+    either sign (the gate at 1 adds or subtracts, at 0 multiplies or divides, signs from the
+    count of negative inputs), to the precision of its smoothing terms."""
+    from examples.units.dmu import DMU
+    from nalu.units import check_unit
+
+    check_unit(DMU, "examples.units.dmu:DMU")  # the protocol, as a run checks it
+    unit = DMU(2, 1, members=2).double()
+    with torch.no_grad():
+        unit.O.copy_(torch.tensor([[O]] * 2, dtype=torch.float64))
+        unit.g.fill_(gate)
+    x = torch.tensor([[[3.0, 2.0], [-3.0, 2.0], [3.0, -2.0], [-1.5, -0.5]]], dtype=torch.float64)
+    torch.testing.assert_close(unit(x)[1, :, 0], op(x[0, :, 0], x[0, :, 1]), rtol=1e-6, atol=1e-6)
