@@ -268,6 +268,8 @@ CLAIMS = [
           trained=figure4_rule(("lstm", "ugrnn", "dnc"), 100, True)),
     Claim("grid-world", "4.5, Figure 5", "A3C + NAC holds its reward to commands of about 19; A3C degrades above 13",
           "figure5", (Reading("A3C + NAC at or above 0 for commands 13-19", figure5_rule("a3c_nac", range(13, 20), True)),
+                      Reading("the NAC as the agent's only clock, at or above 0 for commands 13-19",
+                              figure5_rule("a3c_nac:clock_only", range(13, 20), True)),
                       Reading("A3C below 0 for commands 15-19", figure5_rule("a3c", range(15, 20), False)))),
     Claim("final-layer", "4.6, Table 4", "a NAC as the final layer cuts the previous best error by 54%",
           "table4", (Reading("at least half the paper's cut", table4_rule),)),
