@@ -44,9 +44,21 @@ PAPER := $(if $(filter paper,$(BUDGET)),_paper)
 # outputs results/<target>_<name>.* beside the default ones (make reproduce-figure4 VARIANT=numbers)
 VARIANT ?=
 V := $(if $(VARIANT),_$(VARIANT))
-# the variants there are: <target>_<variant>.yaml less budgets and a target's second sweeps
-VARIANTS = $(sort $(filter-out paper units long stacks %_a3c %_div,$(shell ls configs/experiment | sed -nE 's/^(table1_static|table1_recurrent|table2_stacks|table2|table3|table4|table5|figure4|figure5|units|protocol_search)_(paper_)?(.+)\.yaml$$/\3/p')))
-$(if $(VARIANT),$(if $(wildcard configs/experiment/*_$(VARIANT).yaml),,$(error VARIANT=$(VARIANT) names no configs/experiment/<target>_$(VARIANT).yaml; valid: $(VARIANTS))))
+# a target's variants: its configs/experiment/<sweep>[_paper]_<variant>.yaml, less its budgets and its
+# second sweeps (table2_stacks, table5_units, units_long, figure5's *_a3c, units' *_div)
+SWEEPS_reproduce-table1 := table1_static|table1_recurrent
+SWEEPS_reproduce-table2 := table2_stacks|table2
+SWEEPS_reproduce-table3 := table3
+SWEEPS_reproduce-table4 := table4
+SWEEPS_reproduce-table5 := table5
+SWEEPS_reproduce-figure4 := figure4
+SWEEPS_reproduce-figure5 := figure5
+SWEEPS_reproduce-units := units
+SWEEPS_reproduce-protocol-search := protocol_search
+variants_of = $(sort $(filter-out paper stacks $(if $(filter reproduce-units,$(1)),long) $(if $(filter reproduce-table5,$(1)),units) %_a3c %_div,$(shell ls configs/experiment | sed -nE 's/^($(SWEEPS_$(1)))_(paper_)?(.+)\.yaml$$/\3/p')))
+# make verify TARGET=<t> VARIANT=<v> takes the variants of reproduce-<t>
+goal_of = $(if $(filter verify,$(1)),reproduce-$(TARGET),$(1))
+$(if $(VARIANT),$(foreach g,$(filter $(patsubst SWEEPS_%,%,$(filter SWEEPS_%,$(.VARIABLES))) verify,$(MAKECMDGOALS)),$(if $(filter $(VARIANT),$(call variants_of,$(call goal_of,$(g)))),,$(error VARIANT=$(VARIANT) is not a variant of make $(call goal_of,$(g)); its variants: $(or $(call variants_of,$(call goal_of,$(g))),none)))))
 # VARIANT=protocol<k>: Table 1's static half under the k-th best data protocol of the blind search (its
 # input range, subsets and overlap; configs/experiment/table1_static_protocol<k>.yaml; protocol1_seeds100:
 # its NAC and NALU with 100 seeds); these come from the static search (the recurrent one: VARIANT=recurrent

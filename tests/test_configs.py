@@ -145,15 +145,26 @@ def test_a_knob_added_later_keeps_finished_cells_at_its_neutral_value():
     assert config_hash(compose(["task=gridworld_time", "task.env.late_reward=0.0"])) != config_hash(before)
 
 
-def test_an_unknown_variant_is_refused_in_one_line_listing_the_valid_ones():
+def test_an_unknown_variant_is_refused_in_one_line_listing_the_targets_own():
     p = make("-n", "reproduce-table2", "VARIANT=nonsense")
     assert p.returncode != 0 and not p.stdout
     (line,) = p.stderr.strip().splitlines()
-    valid = line.split("valid: ")[1].rstrip(". Stop").split()
-    assert {"last", "select100", "seeds100", "protocol1", "late_zero", "grid"} <= set(valid)
-    assert not {"paper", "stacks", "units", "long"} & set(valid)
-    for variant in valid:  # each names a config some target runs
-        assert list(CONFIG_DIR.glob(f"experiment/*_{variant}.yaml")), variant
+    valid = line.split("its variants: ")[1].rstrip(". Stop").split()
+    assert valid == ["last", "mnist_example", "nalu_grid", "select100"]  # Table 2's own, not its second sweep's name
+    for variant in valid:  # each names a config the target runs
+        assert list(CONFIG_DIR.glob(f"experiment/table2*_{variant}.yaml")), variant
+
+
+@pytest.mark.parametrize("goal,variant,ok", [
+    ("reproduce-table1", "recurrent", False),  # the protocol search's, not Table 1's
+    ("reproduce-table4", "long", True), ("reproduce-units", "long", False),  # units_long is a second sweep
+    ("reproduce-figure5", "late_zero_a3c", False), ("reproduce-units", "primer_div", False),
+    ("reproduce-protocol-search", "recurrent", True)])
+def test_a_variant_is_checked_against_its_own_targets_configs(goal, variant, ok):
+    p = make("-n", goal, f"VARIANT={variant}")
+    assert (p.returncode == 0) == ok, p.stderr
+    if not ok:
+        assert f"is not a variant of make {goal}" in p.stderr
 
 
 @pytest.mark.parametrize("setting", ["JOBS=abc", "JOBS=0", "TEST_JOBS=-1"])
