@@ -292,22 +292,24 @@ class _Operands(torch.nn.Module):
     """A stand-in model that computes ``a + b + c a^3`` from the problem's own subsets: exact at
     c = 0, and for c > 0 an error that outgrows the threshold as the inputs grow."""
 
-    def __init__(self, problem, c: float, nudge: float = 0.0):
+    def __init__(self, problem, c: float, nudge: float = 0.0, shift: float = 0.0):
         super().__init__()
-        self.problem, self.c, self.nudge = problem, c, nudge
+        self.problem, self.c, self.nudge, self.shift = problem, c, nudge, shift
 
     def forward(self, x):
         a, b = self.problem.operands(x)
-        return ((1 + self.nudge) * a + b + self.c * a**3).unsqueeze(-1)
+        return ((1 + self.nudge) * a + b + self.c * a**3 + self.shift).unsqueeze(-1)
 
 
-@pytest.mark.parametrize("c,nudge,reach", [(0.0, 0.0, 1000.0), (1e-11, 0.0, 10.0), (0.0, 1e-3, 0.0)])
-def test_the_horizon_is_the_last_rung_solved_without_a_gap(c, nudge, reach):
+@pytest.mark.parametrize("c,nudge,shift,reach", [(0.0, 0.0, 0.0, 1000.0), (1e-11, 0.0, 0.0, 10.0),
+                                                  (0.0, 1e-3, 0.0, 0.0), (0.0, 0.0, 0.01, 0.0)])
+def test_the_horizon_is_the_last_rung_solved_without_a_gap(c, nudge, shift, reach):
     """Exact: every rung, in both precisions. An error growing as a^3 against a threshold growing
-    as a^2: solved up to 10x the extrapolation range, not at 100x. A relative error of 1e-3: none."""
+    as a^2: solved up to 10x the extrapolation range, not at 100x. A relative error of 1e-3: none.
+    A constant error of 0.01: failed at 1x, under the threshold further out, so none (no gap)."""
     cfg = compose(["task.op=add", "task.test_samples=100", "task.extrapolation_samples=200"])
     problem = ArithmeticProblem(cfg.task, [3, 4], recurrent=False)
-    horizon = problem.horizon(_Operands(problem, c, nudge), [1, 10, 100, 1000], 200, 1e-5)
+    horizon = problem.horizon(_Operands(problem, c, nudge, shift), [1, 10, 100, 1000], 200, 1e-5)
     assert horizon == {"float32": [reach, reach], "float64": [reach, reach]}
 
 

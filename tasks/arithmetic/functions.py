@@ -81,6 +81,11 @@ class Split:
 CRITERIA = ("madsen_johansen", "primer")
 
 
+def criterion(task: DictConfig) -> str:
+    """The task's success criterion (``success.kind``; configs made before the Primer's have none)."""
+    return check_choice("success.kind", task.success.get("kind", "madsen_johansen"), CRITERIA)
+
+
 def subset_layout(n: int, subset_ratio: float, overlap_ratio: float) -> tuple[int, int, int]:
     """(subset size, overlap, span) of the two sub-sections of an n-vector."""
     size = max(1, math.floor(subset_ratio * n))
@@ -262,9 +267,8 @@ class ArithmeticProblem:
         shift = -epsilon * values[0].abs().sum(-1)  # [N]
         factors = {"mul": (1 - epsilon) ** 2, "div": (1 - epsilon) / (1 + epsilon)}
         exact = self.fn(a, b)
-        runs = self.runs if self.op is None else [(0, self.members, self.op)]
         near = torch.cat([exact[i:j] + shift if op in ("add", "sub") else exact[i:j] * factors[op] * scale[i:j]
-                          for i, j, op in runs])
+                          for i, j, op in self.runs])
         return (near - exact).square().mean(1).float()
 
     def horizon(self, model: nn.Module, rungs: Sequence[float], samples: int, epsilon: float,
@@ -358,11 +362,10 @@ def check(cfg: DictConfig) -> None:
     size, _, _ = subset_layout(t.input_size, t.subset_ratio, t.overlap_ratio)
     train, extrap = Split.of(t.interpolation, t.length, 0), Split.of(t.extrapolation, t.extrapolation_length, 0)
     check_splits(train, extrap, op)
-    if (train.signed or extrap.signed) and (size > 1 or cfg.task.get("length", 1) > 1):
+    if (train.signed or extrap.signed) and (size > 1 or t.length > 1):
         raise ConfigError("a signed range needs a and b of one input each, on the static task: "
                           "sums of values of either sign can cancel into the training range")
-    kind = check_choice("success.kind", t.success.get("kind", "madsen_johansen"), CRITERIA)
-    if kind == "primer" and op not in ("add", "sub", "mul", "div"):
+    if criterion(t) == "primer" and op not in ("add", "sub", "mul", "div"):
         raise ConfigError(f"the Primer's success criterion covers a+b, a-b, a*b and a/b, not {OPS[op][0]}")
 
 
@@ -381,7 +384,7 @@ def run_group(cfgs: Sequence[DictConfig], log, recurrent: bool) -> list[dict]:
     problem = ArithmeticProblem(cfg.task, seeds, recurrent, ops=ops)
     in_features = cfg.task.input_size
     result, fitted = train_cell(cfg, problem, in_features, 1, recurrent, log, select=VALIDATION, seeds=seeds)
-    kind = cfg.task.success.get("kind", "madsen_johansen")  # absent in configs before the Primer's criterion
+    kind = criterion(cfg.task)
     threshold = problem.success_threshold(cfg.task.success.epsilon, kind=kind).cpu()
     # the threshold behind Madsen & Johansen's published rates, for the static task they ran
     published = (None if recurrent or kind != "madsen_johansen"
