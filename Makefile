@@ -70,6 +70,11 @@ UNIT ?=
 PROTOCOL ?= units
 $(if $(filter-out units primer,$(PROTOCOL)),$(error PROTOCOL must be units or primer, got '$(PROTOCOL)'))
 UNIT_NAME = $(shell echo '$(UNIT)' | sed 's/.*://' | tr 'A-Z' 'a-z')
+# TOLD=1 (make benchmark-unit): the unit is told the task's function (model=unit_told: model.op), as the
+# Domain Mixed Unit's published runs fix its selector by it; the files are named <class>_told*
+TOLD ?=
+BENCH_MODEL = $(if $(filter 1 true yes,$(TOLD)),unit_told,unit)
+BENCH_NAME = $(UNIT_NAME)$(if $(filter 1 true yes,$(TOLD)),_told)
 BENCH_OUT ?= results/benchmarks
 
 .PHONY: help install data test test-slurm notebook bench benchmark-unit archive reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-protocol-search reproduce-units verify clean
@@ -169,17 +174,17 @@ else
 	$(call TABLES,units)
 endif
 
-benchmark-unit: install  ## a unit of your own (UNIT=<package.module>:<Class> or <file.py>:<Class>) on the units table's protocol, beside the suite's units -> results/benchmarks/<class>.{md,csv,png} (BENCH_OUT=<folder> elsewhere; PROTOCOL=primer: the Primer benchmark's, <class>_primer.*)
+benchmark-unit: install  ## a unit of your own (UNIT=<package.module>:<Class> or <file.py>:<Class>) on the units table's protocol, beside the suite's units -> results/benchmarks/<class>.{md,csv,png} (BENCH_OUT=<folder> elsewhere; PROTOCOL=primer: the Primer benchmark's, <class>_primer.*; TOLD=1: told the task's function, <class>_told*)
 	$(if $(UNIT),,$(error give UNIT=<package.module>:<Class>, e.g. make benchmark-unit UNIT=examples.units.clipped_adder:ClippedAdder))
 ifeq ($(PROTOCOL),primer)
-	$(RUN) -m +experiment=benchmark_unit_primer 'model.unit=$(UNIT)' name=benchmark_$(UNIT_NAME)_primer hydra.sweep.dir=multirun/benchmark_$(UNIT_NAME)_primer $(SWEEP)
-	$(RUN) -m +experiment=benchmark_unit_primer_div 'model.unit=$(UNIT)' name=benchmark_$(UNIT_NAME)_primer hydra.sweep.dir=multirun/benchmark_$(UNIT_NAME)_primer $(SWEEP)
-	$(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(UNIT_NAME)_primer multirun/benchmark_$(UNIT_NAME)_primer --out $(BENCH_OUT) && \
-	  $(PY) -m suite.tables primer --evidence $(BENCH_OUT)/$(UNIT_NAME)_primer.jsonl $(wildcard results/evidence/units_primer.jsonl) --out $(BENCH_OUT) --name $(UNIT_NAME)_primer)
+	$(RUN) -m +experiment=benchmark_unit_primer model=$(BENCH_MODEL) 'model.unit=$(UNIT)' name=benchmark_$(BENCH_NAME)_primer hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME)_primer $(SWEEP)
+	$(RUN) -m +experiment=benchmark_unit_primer_div model=$(BENCH_MODEL) 'model.unit=$(UNIT)' name=benchmark_$(BENCH_NAME)_primer hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME)_primer $(SWEEP)
+	$(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(BENCH_NAME)_primer multirun/benchmark_$(BENCH_NAME)_primer --out $(BENCH_OUT) && \
+	  $(PY) -m suite.tables primer --evidence $(BENCH_OUT)/$(BENCH_NAME)_primer.jsonl $(wildcard results/evidence/units_primer.jsonl) --out $(BENCH_OUT) --name $(BENCH_NAME)_primer)
 else
-	$(RUN) -m +experiment=benchmark_unit 'model.unit=$(UNIT)' name=benchmark_$(UNIT_NAME) hydra.sweep.dir=multirun/benchmark_$(UNIT_NAME) $(SWEEP)
-	$(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(UNIT_NAME) multirun/benchmark_$(UNIT_NAME) --out $(BENCH_OUT) && \
-	  $(PY) -m suite.tables units --evidence $(BENCH_OUT)/$(UNIT_NAME).jsonl results/evidence/units.jsonl --long units_long --out $(BENCH_OUT) --name $(UNIT_NAME))
+	$(RUN) -m +experiment=benchmark_unit model=$(BENCH_MODEL) 'model.unit=$(UNIT)' name=benchmark_$(BENCH_NAME) hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME) $(SWEEP)
+	$(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(BENCH_NAME) multirun/benchmark_$(BENCH_NAME) --out $(BENCH_OUT) && \
+	  $(PY) -m suite.tables units --evidence $(BENCH_OUT)/$(BENCH_NAME).jsonl results/evidence/units.jsonl --long units_long --out $(BENCH_OUT) --name $(BENCH_NAME))
 endif
 
 verify: data  ## rerun TARGET's cells (or SAMPLE="model=nac") in a scratch copy and compare with results/ within seed-level noise

@@ -189,3 +189,36 @@ def test_the_domain_mixed_unit_computes_its_four_operations_when_set_by_hand(O, 
         unit.g.fill_(gate)
     x = torch.tensor([[[3.0, 2.0], [-3.0, 2.0], [3.0, -2.0], [-1.5, -0.5]]], dtype=torch.float64)
     torch.testing.assert_close(unit(x)[1, :, 0], op(x[0, :, 0], x[0, :, 1]), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("op,O", [("add", [1.0, 1.0]), ("sub", [1.0, -1.0]), ("mul", [1.0, 1.0]), ("div", [1.0, -1.0])])
+def test_the_domain_mixed_unit_told_its_function_keeps_the_selector_its_published_runs_fix(op, O):
+    """``op`` given (``model=unit_told``): O is the code's --freeze-O pattern, a buffer that a
+    training step leaves where it is, and the gate is the only parameter left to learn."""
+    from examples.units.dmu import DMU
+
+    unit = DMU(2, 1, members=3, op=op)
+    for i in range(3):
+        unit.init_member(i, torch.Generator().manual_seed(i))
+    assert [name for name, _ in unit.named_parameters()] == ["g"]
+    optimiser = torch.optim.Adam(unit.parameters(), lr=0.1)
+    unit(torch.rand(1, 8, 2) + 1).square().mean().backward()
+    optimiser.step()
+    assert unit.O.tolist() == [[O]] * 3 and unit.g.abs().amax() > 0
+
+
+def test_the_domain_mixed_unit_refuses_a_fixed_selector_it_has_none_for():
+    from examples.units.dmu import DMU
+
+    with pytest.raises(ConfigError, match="fixed for add, mul, sub, div only"):
+        DMU(2, 1, op="square")
+    with pytest.raises(ConfigError, match="reads 2 inputs"):
+        DMU(100, 1, op="add")
+
+
+def test_a_unit_told_its_function_is_labelled_so_in_the_scorecard():
+    from suite.tables.units import unit_label
+
+    cell = {"model": "unit_told", "config": {"model": {"unit": "examples.units.dmu:DMU", "op": "mul"}}}
+    assert unit_label(cell) == "DMU, told the function"
+    assert unit_label({**cell, "model": "unit"}) == "DMU"

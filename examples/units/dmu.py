@@ -15,8 +15,10 @@ version), not from the paper's text, which no stored copy holds past its introdu
 so ``G = 1`` with ``O = [1, 1]`` adds (``[1, -1]`` subtracts) and ``G = 0`` multiplies (divides).
 Initialisation as the code's: ``O = 0.5`` everywhere, ``g = 0`` (``G = 0.5``); every member starts
 alike, so seeds differ only by their data. Its published runs fix ``O`` to the operation's (the
-task tells the unit which operation it faces) and train the gate alone; here both are learned, as
-for every unit of the benchmark, which is the comparison like for like. No LayerNorm (the code's
+code's ``--freeze-O``: ``[1, 1]`` for a+b and a*b, ``[1, -1]`` for a-b and a/b) and train the gate
+alone. Here both are learned by default, as for every unit of the benchmark; ``op`` given (the
+task tells the unit its function: ``model=unit_told``, ``make benchmark-unit TOLD=1``) fixes ``O``
+as those runs do, the comparison like for like with the published claim. No LayerNorm (the code's
 runs for its thresholds pass ``--no-norm``), no regulariser.
 """
 
@@ -27,20 +29,31 @@ import math
 import torch
 from torch import Tensor, nn
 
+from nalu.errors import ConfigError
+
 TINY = 1e-11
 LIMIT = math.log(1e6) - 1.0  # the clamp on log magnitudes
+SELECTORS = {"add": (1.0, 1.0), "mul": (1.0, 1.0), "sub": (1.0, -1.0), "div": (1.0, -1.0)}  # --freeze-O's
 
 
 class DMU(nn.Module):
-    def __init__(self, in_features: int, out_features: int, members: int = 1):
+    def __init__(self, in_features: int, out_features: int, members: int = 1, op: str | None = None):
         super().__init__()
-        self.in_features, self.out_features = in_features, out_features
-        self.O = nn.Parameter(torch.zeros(members, out_features, in_features))  # [M, out, in]
+        self.in_features, self.out_features, self.op = in_features, out_features, op
+        O = torch.zeros(members, out_features, in_features)  # [M, out, in]
+        if op is None:
+            self.O = nn.Parameter(O)
+        else:  # told the function: O fixed, a buffer the optimiser never sees
+            if op not in SELECTORS:
+                raise ConfigError(f"DMU op={op!r}: its selector is fixed for {', '.join(SELECTORS)} only")
+            if in_features != 2:
+                raise ConfigError(f"DMU op={op!r}: a fixed selector reads 2 inputs (a, b), not {in_features}")
+            self.register_buffer("O", O)
         self.g = nn.Parameter(torch.zeros(members, 1, out_features))  # [M, 1, out]: G = sigmoid(g)
 
     def init_member(self, i: int, g: torch.Generator) -> None:
         # the code's reset_parameters: deterministic, the generator unused
-        self.O.data[i] = 0.5
+        self.O.data[i] = 0.5 if self.op is None else torch.tensor(SELECTORS[self.op])
         self.g.data[i] = 0.0
 
     def forward(self, x: Tensor) -> Tensor:

@@ -37,10 +37,12 @@ UNITS = {"nac": "NAC", "nalu": "NALU", "nau": "NAU", "nmu": "NAU + NMU", "inalu"
 
 def unit_label(cell: dict) -> str:
     """The unit's name in the table: the suite's own by ``UNITS``, one from outside by its class
-    (marked "benchmarked" where it shares a name with one of the suite's own: its NAU, say)."""
-    if cell["model"] == "unit":
+    (marked "benchmarked" where it shares a name with one of the suite's own: its NAU, say; "told
+    the function" where it was given the task's function, ``model=unit_told``)."""
+    if cell["model"] in ("unit", "unit_told"):
         name = str(cell["config"]["model"]["unit"]).rpartition(":")[2]
-        return f"{name} (benchmarked)" if name in UNITS.values() else name
+        name = f"{name} (benchmarked)" if name in UNITS.values() else name
+        return f"{name}, told the function" if cell["model"] == "unit_told" else name
     return UNITS.get(cell["model"], cell["model"])
 
 
