@@ -172,3 +172,12 @@ def test_make_refuses_a_job_count_that_is_not_a_positive_integer_in_one_line(set
     p = make("-n", "reproduce-table1", setting)
     (line,) = p.stderr.strip().splitlines()
     assert p.returncode != 0 and not p.stdout and f"must be a positive integer, got '{setting.split('=')[1]}'" in line
+
+
+@pytest.mark.parametrize("told,model,name", [("", "unit", "dmu_primer"), ("TOLD=1", "unit_told", "dmu_told_primer")])
+def test_make_benchmark_unit_told_runs_the_unit_told_its_function_into_files_of_their_own(told, model, name):
+    p = make("-n", "benchmark-unit", "UNIT=examples.units.dmu:DMU", "PROTOCOL=primer", *([told] if told else []))
+    runs = [line for line in p.stdout.splitlines() if "+experiment=benchmark_unit_primer" in line]
+    assert p.returncode == 0 and len(runs) == 2, p.stderr  # a+b, a-b, a*b, then a/b
+    assert all(f" model={model} " in line and f"name=benchmark_{name} " in line for line in runs)
+    assert f"--name {name}" in p.stdout
