@@ -18,7 +18,9 @@ from tasks.metrics import Member
 def model_factory(model_cfg: DictConfig) -> Callable[..., nn.Module]:
     """The partial a model config describes (its ``name`` is a label, not an argument)."""
     cfg = OmegaConf.to_container(model_cfg, resolve=True)
-    cfg.pop("name", None)
+    if cfg.pop("name", None) == "unit_told" and cfg.get("op") is None:
+        raise ConfigError("model=unit_told tells the unit the task's function (model.op), and this task has none: "
+                          "static_arithmetic and recurrent_arithmetic have one")
     return instantiate(cfg)
 
 

@@ -36,10 +36,15 @@ MODEL_TASKS = sorted(INPUTS)  # the others build their own model: uses_model: fa
 @pytest.mark.parametrize("task", MODEL_TASKS)
 @pytest.mark.parametrize("model", MODELS)
 def test_every_task_model_pair_composes_and_builds(task, model):
-    given = {"unit": [f"model.unit={ROOT / 'examples/units/clipped_adder.py'}:ClippedAdder"]}  # what it needs
+    given = {"unit": [f"model.unit={ROOT / 'examples/units/clipped_adder.py'}:ClippedAdder"],  # what it needs
+             "unit_told": [f"model.unit={ROOT / 'examples/units/dmu.py'}:DMU"]}
     cfg = compose([f"task={task}", f"model={model}", *given.get(model, [])])
     OmegaConf.resolve(cfg)  # every interpolation resolves
     in_features, recurrent = INPUTS[task]
+    if model == "unit_told":  # told a function only where the task has one, and the DMU's fixed selector reads 2 inputs
+        with pytest.raises(ConfigError, match="reads 2 inputs" if "op" in cfg.task else "this task has none"):
+            build_model(model_factory(cfg.model), in_features, 1, 2, recurrent)
+        return
     factory = model_factory(cfg.model)
     if model in SEQUENCE_ONLY and not recurrent:
         with pytest.raises(ConfigError, match="sequence model"):
