@@ -68,13 +68,17 @@ STATIC_ONLY := $(filter protocol%,$(VARIANT))
 UNIT ?=
 # PROTOCOL=primer (make benchmark-unit): the Primer benchmark's protocol instead of the units table's
 PROTOCOL ?= units
-$(if $(filter-out units primer,$(PROTOCOL)),$(error PROTOCOL must be units or primer, got '$(PROTOCOL)'))
+# PROTOCOL=tasks: the unit in the paper's other places (the recurrent task, the MNIST core, the number-word and
+# program read-outs, Table 4's final layer), each at its table's default budget, beside that table's rows
+$(if $(filter-out units primer tasks,$(PROTOCOL)),$(error PROTOCOL must be units, primer or tasks, got '$(PROTOCOL)'))
 UNIT_NAME = $(shell echo '$(UNIT)' | sed 's/.*://' | tr 'A-Z' 'a-z')
 # TOLD=1 (make benchmark-unit): the unit is told the task's function (model=unit_told: model.op), as the
 # Domain Mixed Unit's published runs fix its selector by it; the files are named <class>_told*
 TOLD ?=
 BENCH_MODEL = $(if $(filter 1 true yes,$(TOLD)),unit_told,unit)
 BENCH_NAME = $(UNIT_NAME)$(if $(filter 1 true yes,$(TOLD)),_told)
+# the MNIST core starts as an accumulator (state_init=identity, as the NAC's in Table 2) where the unit has the hook for it
+BENCH_STATE_INIT = $(if $(UNIT),$(shell $(PY) -c "from nalu.units import resolve; print('identity' if hasattr(resolve('$(UNIT)'), 'init_identity_state') else 'random')" 2>/dev/null || echo random))
 BENCH_OUT ?= results/benchmarks
 
 .PHONY: help install data test test-slurm notebook bench benchmark-unit archive reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-protocol-search reproduce-units verify clean
@@ -181,6 +185,15 @@ ifeq ($(PROTOCOL),primer)
 	$(RUN) -m +experiment=benchmark_unit_primer_div model=$(BENCH_MODEL) 'model.unit=$(UNIT)' name=benchmark_$(BENCH_NAME)_primer hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME)_primer $(SWEEP)
 	$(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(BENCH_NAME)_primer multirun/benchmark_$(BENCH_NAME)_primer --out $(BENCH_OUT) && \
 	  $(PY) -m suite.tables primer --evidence $(BENCH_OUT)/$(BENCH_NAME)_primer.jsonl $(wildcard results/evidence/units_primer.jsonl) --out $(BENCH_OUT) --name $(BENCH_NAME)_primer)
+else ifeq ($(PROTOCOL),tasks)
+	$(if $(filter 1 true yes,$(TOLD)),$(error TOLD=1 tells a unit the arithmetic task's function; PROTOCOL=tasks has tasks without one))
+	$(RUN) -m +experiment=table1_recurrent model=unit 'model.unit=$(UNIT)' name=benchmark_$(BENCH_NAME)_tasks hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME)_tasks/recurrent $(SWEEP)
+	$(RUN) -m +experiment=table2_stacks model=unit 'model.unit=$(UNIT)' model.state_init=$(BENCH_STATE_INIT) name=benchmark_$(BENCH_NAME)_tasks hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME)_tasks/mnist $(SWEEP)
+	$(RUN) -m +experiment=table3 model=lstm '+model.readout=$(UNIT)' name=benchmark_$(BENCH_NAME)_tasks hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME)_tasks/words $(SWEEP)
+	$(RUN) -m +experiment=figure4 model=lstm '+model.readout=$(UNIT)' name=benchmark_$(BENCH_NAME)_tasks hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME)_tasks/program $(SWEEP)
+	$(RUN) -m +experiment=table4 'task.final_layer=$(UNIT)' name=benchmark_$(BENCH_NAME)_tasks hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME)_tasks/final_layer $(SWEEP)
+	$(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(BENCH_NAME)_tasks multirun/benchmark_$(BENCH_NAME)_tasks --out $(BENCH_OUT) && \
+	  $(PY) -m suite.tables places --evidence $(BENCH_OUT)/$(BENCH_NAME)_tasks.jsonl --out $(BENCH_OUT) --name $(BENCH_NAME)_tasks)
 else
 	$(RUN) -m +experiment=benchmark_unit model=$(BENCH_MODEL) 'model.unit=$(UNIT)' name=benchmark_$(BENCH_NAME) hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME) $(SWEEP)
 	$(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(BENCH_NAME) multirun/benchmark_$(BENCH_NAME) --out $(BENCH_OUT) && \

@@ -13,7 +13,7 @@ from torch import Tensor, nn
 
 from nalu import ensemble
 from nalu.errors import ConfigError
-from nalu.units import NAC
+from nalu.units import NAC, resolve
 
 # the rows of Table 4: name -> (weight map, bias)
 VARIANTS = {
@@ -28,15 +28,23 @@ VARIANTS = {
 WEIGHT_MAPS = {"free": lambda w: w, "sigmoid": torch.sigmoid, "tanh": torch.tanh}
 
 
+def is_unit(variant: str) -> bool:
+    """A final layer named ``module:Class`` or ``file.py:Class``: a unit from outside the suite in the
+    place of the layer under study (``make benchmark-unit PROTOCOL=tasks``)."""
+    return ":" in variant
+
+
 class ConstrainedLinear(nn.Module):
     def __init__(self, in_features: int, out_features: int, members: int, variant: str):
         super().__init__()
-        if variant not in VARIANTS:
-            raise ConfigError(f"unknown final layer '{variant}'; valid: {', '.join(VARIANTS)}")
+        if variant not in VARIANTS and not is_unit(variant):
+            raise ConfigError(f"unknown final layer '{variant}'; valid: {', '.join(VARIANTS)}, or a unit <module>:<Class>")
         self.variant = variant
-        weight_map, bias = VARIANTS[variant]
+        weight_map, bias = VARIANTS.get(variant, ("nac", False))
         self.in_features = in_features
-        if weight_map == "nac":
+        if is_unit(variant):  # no bias: the unit alone, as the NAC row
+            self.nac = resolve(variant)(in_features, out_features, members)
+        elif weight_map == "nac":
             self.nac = NAC(in_features, out_features, members)
         else:
             self.weight = nn.Parameter(torch.empty(members, out_features, in_features))

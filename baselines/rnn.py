@@ -32,7 +32,7 @@ from torch import Tensor, nn
 
 from nalu import ensemble
 from nalu.errors import ConfigError, check_choice
-from nalu.units import UNITS
+from nalu.units import UNITS, resolve
 
 GATES = {"lstm": 4, "gru": 3, "ugrnn": 2}
 INITS = ("torch", "tensorflow")
@@ -40,7 +40,10 @@ READOUTS = ("linear", *UNITS)
 
 
 def make_readout(kind: str, in_features: int, out_features: int, members: int) -> nn.Module:
-    """A read-out layer: ``linear`` (with bias), or an arithmetic unit (``nac``, ``nalu``)."""
+    """A read-out layer: ``linear`` (with bias), an arithmetic unit (``nac``, ``nalu``, ...), or a
+    unit from outside the suite (``module:Class`` or ``file.py:Class``, ``nalu.units.resolve``)."""
+    if ":" in kind:
+        return resolve(kind)(in_features, out_features, members)
     kind = check_choice("readout", kind, READOUTS)
     if kind == "linear":
         return ensemble.Linear(in_features, out_features, members)

@@ -19,7 +19,10 @@ class Hooks(Protocol):
       training loss, detached); a compiled step (``nalu.fast``) asks for it split as
       ``penalty_scale(step) * penalty()`` where the unit offers that;
     - ``after_step(step, loss)``: after every optimiser step (clamping, re-initialisation);
-    - ``sparsity_error() -> [M]``: how far its weights are from discrete values.
+    - ``sparsity_error() -> [M]``: how far its weights are from discrete values;
+    - ``init_identity_state(i, n_inputs)``: as the step of a recurrent stack with
+      ``state_init=identity``, set member ``i`` to carry its state unchanged (``nalu.stack.Stack``;
+      the NAC's and NALU's).
     """
 
     def init_member(self, i: int, g: torch.Generator) -> None: ...
@@ -27,6 +30,7 @@ class Hooks(Protocol):
     def regularizer(self, step: int, loss: Tensor) -> Tensor: ...
     def after_step(self, step: int, loss: Tensor) -> None: ...
     def sparsity_error(self) -> Tensor: ...
+    def init_identity_state(self, i: int, n_inputs: int) -> None: ...
 
 
 def has_hook(module: nn.Module, hook: str) -> bool:

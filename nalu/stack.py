@@ -71,6 +71,9 @@ class Stack(nn.Module):
         self.layers = nn.ModuleList(
             layer(sizes[k], sizes[k + 1], members, k == n - 1) for k in range(n)
         )
+        if recurrent and self.state_init == "identity" and not callable(getattr(self.layers[0], "init_identity_state", None)):
+            raise ConfigError(f"state_init=identity starts the step through its unit's init_identity_state(i, n_inputs) "
+                              f"(nalu/hooks.py), which {type(self.layers[0]).__name__} has not: model.state_init=random")
         self.recurrent, self.step_depth = recurrent, step_depth
         self.state_size = hidden[step_depth - 1] if recurrent else 0
         self.n_inputs = in_features

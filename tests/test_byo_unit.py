@@ -222,3 +222,47 @@ def test_a_unit_told_its_function_is_labelled_so_in_the_scorecard():
     cell = {"model": "unit_told", "config": {"model": {"unit": "examples.units.dmu:DMU", "op": "mul"}}}
     assert unit_label(cell) == "DMU, told the function"
     assert unit_label({**cell, "model": "unit"}) == "DMU"
+
+
+def test_a_unit_from_outside_takes_every_place_of_the_paper_and_enters_each_table_beside_its_rows(tmp_path):
+    """``make benchmark-unit PROTOCOL=tasks``: the unit as the recurrent task's stack, the MNIST
+    core, the number-word and program read-outs and Table 4's final layer (each one tiny cell of the
+    sweep the make target runs), then ``suite.tables places``: each paper table rebuilt from its
+    committed evidence with the unit's rows added, the committed rows still there."""
+    from suite.evidence import write
+    from suite.runner import run_job
+    from suite.tables import places
+
+    from .conftest import compose, make_fake_mnist
+
+    mnist = make_fake_mnist(tmp_path / "mnist")
+    tiny = ["progress=false", "seeds=2", "train_step=autograd"]
+    cells = {
+        "recurrent": ["+experiment=table1_recurrent", "model=unit", f"model.unit={EXAMPLE}", "task.op=add",
+                      "task.steps=30", "task.eval_every=10", "task.test_samples=200", "task.extrapolation_samples=20",
+                      "task.reference.members=4"],
+        "mnist": ["+experiment=table2_stacks", "model=unit", f"model.unit={EXAMPLE}", "model.state_init=random",
+                  f"data_dir={mnist}", "task.steps=6", "task.eval_every=3", "task.validation_images=40",
+                  "task.validation_series=8", "task.batch_size=4", "task.test_series={1: 20, 10: 6, 100: 3, 1000: 2}"],
+        "words": ["+experiment=table3", "model=lstm", f"+model.readout={EXAMPLE}", "task.steps=6", "task.eval_every=3",
+                  "task.lstm_size=4"],
+        "program": ["+experiment=figure4", "model=lstm", f"+model.readout={EXAMPLE}", "task.steps=4", "task.eval_every=2",
+                    "task.test_size=10", "task.validation_size=10", "task.test_domains=[100,1000]", "task.batch_size=8"],
+        "final_layer": ["+experiment=table4", f"task.final_layer={EXAMPLE}", f"data_dir={mnist}", "task.steps=4",
+                        "task.eval_every=2", "task.validation_images=40", "task.validation_samples=8",
+                        "task.batch_size=4", "task.test_samples=20", "task.layouts=50"],
+    }
+    for place, overrides in cells.items():
+        run_job(compose(tiny + overrides), tmp_path / "multirun/bench" / place / "cell")
+    evidence = write("clippedadder_tasks", [tmp_path / "multirun/bench"], tmp_path / "evidence")
+    out = tmp_path / "scorecards"
+    places.build([evidence], out, name="clippedadder_tasks")
+    index = (out / "clippedadder_tasks.md").read_text()
+    assert all(f"[clippedadder_tasks_{p}.md]" in index for p in cells)
+    card = {p: (out / f"clippedadder_tasks_{p}.md").read_text() for p in cells}
+    assert "| recurrent ClippedAdder " in card["recurrent"] and "| recurrent NAC " in card["recurrent"]
+    assert "| ClippedAdder " in card["mnist"] and "| NAC " in card["mnist"]
+    assert "| lstm_clippedadder " in card["words"] and "| LSTM + NAC " in card["words"]
+    assert "| lstm_clippedadder " in card["program"] and "| LSTM + NALU " in card["program"]
+    assert "| ClippedAdder " in card["final_layer"] and "| NAC " in card["final_layer"]
+    assert (out / "clippedadder_tasks_words_figure3.png").is_file()

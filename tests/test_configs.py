@@ -186,3 +186,17 @@ def test_make_benchmark_unit_told_runs_the_unit_told_its_function_into_files_of_
     assert p.returncode == 0 and len(runs) == 2, p.stderr  # a+b, a-b, a*b, then a/b
     assert all(f" model={model} " in line and f"name=benchmark_{name} " in line for line in runs)
     assert f"--name {name}" in p.stdout
+
+
+def test_make_benchmark_unit_protocol_tasks_runs_each_papers_sweep_with_the_unit_in_its_place():
+    p = make("-n", "benchmark-unit", "UNIT=examples.units.clipped_adder:ClippedAdder", "PROTOCOL=tasks")
+    assert p.returncode == 0, p.stderr
+    runs = [line for line in p.stdout.splitlines() if "suite.run" in line]
+    places = {"table1_recurrent": "model=unit 'model.unit=", "table2_stacks": "model.state_init=random",
+              "table3": "'+model.readout=", "figure4": "'+model.readout=", "table4": "'task.final_layer="}
+    assert len(runs) == len(places)
+    for run, (experiment, unit_there) in zip(runs, places.items(), strict=True):
+        assert f"+experiment={experiment} " in run and unit_there in run
+    assert "suite.tables places" in p.stdout
+    told = make("-n", "benchmark-unit", "UNIT=examples.units.dmu:DMU", "PROTOCOL=tasks", "TOLD=1")
+    assert told.returncode != 0 and "PROTOCOL=tasks has tasks without one" in told.stderr

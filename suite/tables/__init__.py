@@ -10,6 +10,7 @@ written by ``python -m suite.evidence``) alone: ``python -m suite.tables <what> 
     python -m suite.tables figure5 [--evidence FILE...] [--out results] [--name figure5]
     python -m suite.tables protocol_search [--evidence FILE...] [--out results]
     python -m suite.tables primer [--evidence FILE...] [--out results] [--name units_primer]
+    python -m suite.tables places --evidence FILE [--out results/benchmarks] [--name <class>_tasks]
     python -m suite.tables units [--evidence FILE...] [--long units_long] [--out results] [--name units]
     python -m suite.tables curves <run or sweep dir> [--out file.png]
     python -m suite.tables build <name> [--out results]      (as its make target: suite.targets)
@@ -40,6 +41,7 @@ SIMPLE = {
     "figure5": ("figure5", "Figure 5 (grid-world time tracking)"),
     "protocol_search": ("protocol_search", "Table 1's protocol searched against the paper's baseline rows"),
     "primer": ("primer", "the units under the Primer benchmark's protocol, its nine input ranges"),
+    "places": ("places", "a unit from outside in the paper's other places, each in its table (make benchmark-unit PROTOCOL=tasks)"),
 }
 
 

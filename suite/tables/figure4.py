@@ -45,6 +45,12 @@ def rows(cells: list[dict]) -> pd.DataFrame:
                                       "diverged", "finite", "steps"])
 
 
+def labels(df: pd.DataFrame) -> dict[str, str]:
+    """The models' labels in the figure's order; one the figure has no label for (a unit from
+    outside, make benchmark-unit PROTOCOL=tasks) after them, by its name."""
+    return {**MODELS, **{m: m for m in sorted(set(df.model) - set(MODELS))}}
+
+
 def plot(df: pd.DataFrame, path: Path, train_domain: int, caption: str) -> None:
     kinds = [k for k in KINDS if k in set(df.kind)] or list(KINDS)
     fig, axes = plt.subplots(2, len(kinds), figsize=(6 * len(kinds), 8), squeeze=False)
@@ -52,7 +58,7 @@ def plot(df: pd.DataFrame, path: Path, train_domain: int, caption: str) -> None:
     for j, kind in enumerate(kinds):
         for i, metric in enumerate(("mae", "accuracy")):
             ax = axes[i, j]
-            for k, (model, label) in enumerate(MODELS.items()):
+            for k, (model, label) in enumerate(labels(df).items()):
                 f = df[(df.kind == kind) & (df.model == model) & (df.metric == metric)].sort_values("domain")
                 if f.empty:
                     continue
@@ -105,8 +111,9 @@ def build(evidence: Path | list[Path], out: Path, name: str = "figure4") -> list
     lines = ["# Figure 4: program evaluation", caption + ". The dotted line marks the training domain. "
              f"![figure 4]({png.name})"]
     for (kind, metric), f in wide.groupby(["kind", "metric"], sort=False):
-        table = f.pivot(index="model", columns="domain", values="value").reindex([m for m in MODELS if m in set(f.model)])
-        table.index = [MODELS[m] for m in table.index]
+        named = labels(f)
+        table = f.pivot(index="model", columns="domain", values="value").reindex([m for m in named if m in set(f.model)])
+        table.index = [named[m] for m in table.index]
         lines += [f"## {KINDS.get(kind, kind)}: {'MAE' if metric == 'mae' else 'exact match (%)'}",
                   to_markdown(table.reset_index().rename(columns={"index": "model"}).rename(columns=str))]
     write_text_atomic(md, "\n\n".join(lines) + "\n")

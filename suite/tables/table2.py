@@ -75,25 +75,28 @@ def build(evidence: Path | list[Path], out: Path, name: str = "table2") -> list[
                         columns=["task", "model", "length", "metric", "ours", "median", "q25", "q75",
                                  "diverged", "seeds", "chosen_seed", "chosen_step"])
     ref = paper("table2").assign(length=lambda d: d.length.astype(int))
-    df = ref.merge(ours, on=["task", "model", "length", "metric"], how="left")
+    # a model the paper has no row for (a unit from outside, make benchmark-unit PROTOCOL=tasks): rows of its own
+    extra = ours[~ours.model.isin(ref.model)].assign(value="-")
+    df = pd.concat([ref.merge(ours, on=["task", "model", "length", "metric"], how="left"), extra], ignore_index=True)
     df = df.rename(columns={"value": "paper"})
+    headers = {**HEADERS, **{m: m for m in extra.model}}
 
     def show(v: float, L: int) -> str:
         return fmt(v, 1 if L == 1 else 2, cap=1e6) if not math.isnan(v) else "-"
 
     table = []
     run = {c["model"] for c in cells}
-    for model in (m for m in MODELS if m in run):  # a variant's table has the models it ran
-        row = {"model": HEADERS[model]}
+    for model in [m for m in MODELS if m in run] + sorted(run - set(MODELS)):  # the models it ran
+        row = {"model": headers[model]}
         for task in ("counting", "addition"):
             for L in LENGTHS:
-                r = df[(df.task == task) & (df.model == model) & (df.length == L)].iloc[0]
-                row[f"{task} {L}"] = f"{show(r.ours, L)} / {r.paper}"
+                hit = df[(df.task == task) & (df.model == model) & (df.length == L)]
+                row[f"{task} {L}"] = f"{show(hit.ours.iloc[0], L)} / {hit.paper.iloc[0]}" if len(hit) else "- / -"
         table.append(row)
     c0 = cells[0] if cells else None
     if c0:
         t, o = c0["config"]["task"], c0["config"]["optimizer"]
-        identity = [HEADERS[c["model"]] for c in cells if c["config"]["model"].get("state_init") == "identity"]
+        identity = [headers[c["model"]] for c in cells if c["config"]["model"].get("state_init") == "identity"]
         init = (f"; {', '.join(sorted(set(identity)))} start{'s' if len(set(identity)) == 1 else ''} with the state carried unchanged "
                 "(state_init=identity)") if identity else ""
         supervised = ("on the target after every digit (the mean over all prefixes)"
@@ -128,7 +131,7 @@ def build(evidence: Path | list[Path], out: Path, name: str = "table2") -> list[
         )[["task", "model", "length", "metric", "ours", "paper", "median", "spread", "diverged",
            "seeds", "chosen_seed", "chosen_step"]]),
         *(["## Grid: the cell each model was selected from, by validation MSE",
-           to_markdown(pd.DataFrame([{"task": k[0], "model": HEADERS[k[1]], "selected": v} for k, v in grid.items()]))]
+           to_markdown(pd.DataFrame([{"task": k[0], "model": headers[k[1]], "selected": v} for k, v in grid.items()]))]
           if grid else []),
     ]) + "\n"
     return write_table(out, name, md, df)

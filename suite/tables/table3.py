@@ -58,7 +58,8 @@ def choose(df: pd.DataFrame) -> dict[str, pd.Series]:
 def table(df: pd.DataFrame, chosen: dict[str, pd.Series]) -> pd.DataFrame:
     ref = paper("table3")
     rows = []
-    for model, (label, paper_row) in MODELS.items():
+    extra = {m: (m, None) for m in sorted(set(df.model) - set(MODELS))} if len(df) else {}  # a unit from outside
+    for model, (label, paper_row) in {**MODELS, **extra}.items():
         if model not in chosen and paper_row is None:
             continue
         r = chosen.get(model)
@@ -169,7 +170,7 @@ def build(evidence: Path | list[Path], out: Path, name: str = "table3") -> list[
         to_markdown(shown),
     ]) + "\n"
     paths = write_table(out, name, md, t)
-    fig = "figure3" + name.removeprefix("table3")
+    fig = "figure3" + name.removeprefix("table3") if name.startswith("table3") else f"{name}_figure3"
     png, fmd, fcsv = out / f"{fig}.png", out / f"{fig}.md", out / f"{fig}.csv"
     figure(chosen.get("lstm_nalu"), png, fmd, fcsv)
     return paths + [png, fmd, fcsv]

@@ -52,7 +52,8 @@ def build(evidence: Path | list[Path], out: Path, name: str = "table4") -> list[
     ref = paper("table4").rename(columns={"test_accuracy_pct": "paper"})
     # Seguí et al.'s softmax head is the paper's "previous best" row
     ours = ours.assign(layer=ours.layer.replace({"segui": "previous_best_wx_plus_b"}))
-    df = ref.merge(ours, on="layer", how="left")
+    # a final layer the paper has no row for (a unit from outside, make benchmark-unit PROTOCOL=tasks): a row of its own
+    df = pd.concat([ref.merge(ours, on="layer", how="left"), ours[~ours.layer.isin(ref.layer)]], ignore_index=True)
     counting = cells[0]["task"] == "mnist_count_even"
     # the paper's headline: how much of the previous best's error a layer removes (NAC: 54%); the
     # previous best is Seguí et al.'s head where we run it (counting), else the affine layer
@@ -62,12 +63,12 @@ def build(evidence: Path | list[Path], out: Path, name: str = "table4") -> list[
     base_error = 100 - float(base_median.iloc[0]) if len(base_median) else math.nan
     df[cut] = 100 * (1 - (100 - df["median"]) / base_error)
     show = df.assign(
-        layer=[LABELS.get(k, "Seguí et al.'s softmax head (the paper's previous best)" if counting
-                          else "previous best (Wx + b), as cited by the paper") for k in df.layer],
+        layer=[LABELS.get(k, k if k not in set(ref.layer) else "Seguí et al.'s softmax head (the paper's previous best)"
+                          if counting else "previous best (Wx + b), as cited by the paper") for k in df.layer],
         ours=[fmt(v, 1) if not math.isnan(v) else "-" for v in df.ours],
         median=[fmt(v, 1) if not math.isnan(v) else "-" for v in df["median"]],
         spread=[f"{fmt(a, 1)}-{fmt(b, 1)}" if not math.isnan(a) else "-" for a, b in zip(df.q25, df.q75)],
-        paper=[f"{p} (unverified)" for p in df.paper],
+        paper=[f"{p} (unverified)" if pd.notna(p) else "-" for p in df.paper],
         diverged=[f"{d:.0f}/{n:.0f}" if not math.isnan(n) else "-" for d, n in zip(df.diverged, df.seeds)],
         error_cut=[f"{v:+.0f}%" if np.isfinite(v) else "-" for v in df[cut]],
     )[["layer", "ours", "paper", "median", "spread", "error_cut", "diverged"]].rename(

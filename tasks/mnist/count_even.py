@@ -24,7 +24,7 @@ from omegaconf import DictConfig
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from baselines.constrained import VARIANTS, ConstrainedLinear
+from baselines.constrained import VARIANTS, ConstrainedLinear, is_unit
 from baselines.convnet import INITS, CanvasEncoder
 from nalu import ensemble
 from nalu.ensemble import in_chunks
@@ -32,18 +32,22 @@ from nalu.errors import ConfigError, check_choice
 from nalu.scoring import rounded
 from nalu.seeding import generator
 from nalu.train import Metrics, squared_error
-from tasks.mnist import canvas as mnist_canvas
-from tasks.mnist import data as mnist_data
+from nalu.units import resolve
 from tasks import Task
 from tasks.cell import train_cell
 from tasks.metrics import ACCURACY, VALIDATION
+from tasks.mnist import canvas as mnist_canvas
+from tasks.mnist import data as mnist_data
 
 SEGUI = "segui"  # Seguí et al.'s softmax head, beside the final layers of baselines.constrained
 
 
 def check_task(t: DictConfig) -> None:
     """Refuse a task config this problem cannot be built from."""
-    check_choice("final layer", t.final_layer, [*VARIANTS, SEGUI])
+    if is_unit(t.final_layer):  # a unit from outside: imported and held to the unit protocol now
+        resolve(t.final_layer)
+    else:
+        check_choice("final layer", t.final_layer, [*VARIANTS, SEGUI])
     check_choice("encoder init", t.encoder.init, INITS)
     if not 0 <= t.min_digits <= t.max_digits:
         raise ConfigError(f"need 0 <= min_digits <= max_digits, got {t.min_digits}, {t.max_digits}")
