@@ -59,11 +59,12 @@ variants_of = $(sort $(filter-out paper stacks $(if $(filter reproduce-units,$(1
 # make verify TARGET=<t> VARIANT=<v> takes the variants of reproduce-<t>
 goal_of = $(if $(filter verify,$(1)),reproduce-$(TARGET),$(1))
 $(if $(VARIANT),$(foreach g,$(filter $(patsubst SWEEPS_%,%,$(filter SWEEPS_%,$(.VARIABLES))) verify,$(MAKECMDGOALS)),$(if $(filter $(VARIANT),$(call variants_of,$(call goal_of,$(g)))),,$(error VARIANT=$(VARIANT) is not a variant of make $(call goal_of,$(g)); its variants: $(or $(call variants_of,$(call goal_of,$(g))),none)))))
-# VARIANT=protocol<k>: Table 1's static half under the k-th best data protocol of the blind search (its
-# input range, subsets and overlap; configs/experiment/table1_static_protocol<k>.yaml; protocol1_seeds100:
-# its NAC and NALU with 100 seeds); these come from the static search (the recurrent one: VARIANT=recurrent
-# of reproduce-protocol-search)
-STATIC_ONLY := $(filter protocol%,$(VARIANT))
+# VARIANT=protocol<k>: Table 1 under the k-th best data protocol of the blind searches: its static half
+# under the static search's (input range, subsets and overlap; configs/experiment/table1_static_protocol<k>.yaml;
+# protocol1_seeds100: its NAC and NALU with 100 seeds), its recurrent half under the recurrent search's
+# (VARIANT=recurrent of reproduce-protocol-search: input range and the baselines' state) where a
+# table1_recurrent_<variant>.yaml exists; a variant without one is the static half alone
+HAS_RECURRENT = $(wildcard configs/experiment/table1_recurrent$(PAPER)$(V).yaml)
 # UNIT=<package.module>:<Class> (make benchmark-unit): the files are named after the class, lower case
 UNIT ?=
 # PROTOCOL=primer (make benchmark-unit): the Primer benchmark's protocol instead of the units table's
@@ -116,8 +117,8 @@ reproduce-all: data  ## every target below in turn, skipping those up to date; a
 
 reproduce-table1: install  ## Table 1: static + recurrent arithmetic, 48 cells x 10 seeds -> results/table1.* (BUDGET=paper: table1_paper.*; VARIANT=seeds100: NAC and NALU with 100 seeds, table1_seeds100.*)
 	$(RUN) -m +experiment=table1_static$(PAPER)$(V) $(SWEEP)
-	$(if $(STATIC_ONLY),:,$(RUN) -m +experiment=table1_recurrent$(PAPER)$(V) $(SWEEP))
-	$(EVIDENCE) table1$(PAPER)$(V) multirun/table1_static$(PAPER)$(V) $(if $(STATIC_ONLY),,multirun/table1_recurrent$(PAPER)$(V))
+	$(if $(HAS_RECURRENT),$(RUN) -m +experiment=table1_recurrent$(PAPER)$(V) $(SWEEP),:)
+	$(EVIDENCE) table1$(PAPER)$(V) multirun/table1_static$(PAPER)$(V) $(if $(HAS_RECURRENT),multirun/table1_recurrent$(PAPER)$(V))
 	$(call TABLES,table1$(PAPER)$(V))
 
 reproduce-table2: data  ## Table 2: MNIST counting + addition, 12 cells x 3 seeds -> results/table2.* (VARIANT=last: supervised after the last digit only; select100: NALU picked on length 100; mnist_example: the PyTorch MNIST example encoder; nalu_grid: the NALU core over gate bias x lr)

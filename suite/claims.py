@@ -315,18 +315,23 @@ def tables_of(family: str, results: Path) -> list[str]:
 
 @functools.cache
 def protocol(evidence: Path) -> str:
-    """The static task's data protocol of a table's evidence ('U[1, 2], subsets 0.25, overlap 0.5':
-    the training range of the inputs, the share of them that ``a`` and ``b`` each sum, and how much
-    the two subsets overlap), or '' where it has no static arithmetic cell."""
+    """The arithmetic data protocol of a table's evidence: the static task's ('U[1, 2], subsets 0.25,
+    overlap 0.5': the training range of the inputs, the share of them that ``a`` and ``b`` each sum,
+    and how much the two subsets overlap), then the recurrent task's ('recurrent U[1, 2], state 2': its
+    input range and the baselines' state), each where the evidence has a cell of it; '' where neither."""
     if not evidence.is_file():
         return ""
+    found: dict[str, str] = {}
     with open(evidence) as f:
         for line in f:
             task = json.loads(line)["config"]["task"]
-            if task["name"] == "static_arithmetic":
-                lo, hi = task["interpolation"]["low"], task["interpolation"]["high"]
-                return f"U[{lo:g}, {hi:g}], subsets {task['subset_ratio']:g}, overlap {task['overlap_ratio']:g}"
-    return ""
+            if task["name"] in found or task["name"] not in ("static_arithmetic", "recurrent_arithmetic"):
+                continue
+            lo, hi = task["interpolation"]["low"], task["interpolation"]["high"]
+            found[task["name"]] = (f"U[{lo:g}, {hi:g}], subsets {task['subset_ratio']:g}, overlap {task['overlap_ratio']:g}"
+                                   if task["name"] == "static_arithmetic" else
+                                   f"recurrent U[{lo:g}, {hi:g}], state {', '.join(map(str, task['hidden']['rnn']))}")
+    return "; ".join(found[t] for t in ("static_arithmetic", "recurrent_arithmetic") if t in found)
 
 
 def evaluate(results: Path) -> pd.DataFrame:
