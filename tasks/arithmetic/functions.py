@@ -186,9 +186,10 @@ class ArithmeticProblem:
     def _shape(self, batch: int, length: int) -> tuple[int, ...]:
         return (batch, length, self.n) if self.recurrent else (batch, self.n)
 
-    def _draw(self, split: Split, name: str) -> tuple[Tensor, Tensor]:
-        """A fixed evaluation set shared by every member: inputs ``[1, N, ...]``, targets ``[M, N, 1]``."""
-        x = torch.empty(self._shape(split.samples, split.length))
+    def _draw(self, split: Split, name: str, dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor]:
+        """A fixed evaluation set shared by every member: inputs ``[1, N, ...]``, targets ``[M, N, 1]``
+        (in ``dtype``: the horizon's are float64), drawn from the generator ``name`` names."""
+        x = torch.empty(self._shape(split.samples, split.length), dtype=dtype)
         split.draw(x, generator("arithmetic", name, self.n))
         return x.unsqueeze(0), self.targets(x.unsqueeze(0))
 
@@ -285,10 +286,7 @@ class ArithmeticProblem:
         for i, r in enumerate(rungs):
             split = (Split(low, high, int(round(r * length)), samples, self.extrap.signed) if self.recurrent
                      else Split(low * r, high * r, 1, samples, self.extrap.signed))
-            x = torch.empty(self._shape(split.samples, split.length), dtype=torch.float64)
-            split.draw(x, generator("arithmetic", f"horizon{i}", self.n))
-            x = x.unsqueeze(0).to(self.mask_a.device)
-            y = self.targets(x)  # [M, N, 1], float64
+            x, y = (t.to(self.mask_a.device) for t in self._draw(split, f"horizon{i}", torch.float64))  # y: [M, N, 1]
             threshold = self.threshold_on(x, epsilon, kind=kind).double()
             for name, m, xs in (("float32", model, x.float()), ("float64", wide, x)):
                 err = (predict(m, xs).double() - y).square().flatten(1).mean(1).cpu()
