@@ -16,7 +16,9 @@ taken in turns, so that a busy moment of the machine does not decide a ratio. Pr
 - the recurrent group launched from Python (``compile_wrapper=python``) beside the default C++
   launcher (``auto``);
 - the iNALU's sign product as written (``mixed_sign_product``, the reference) against the matmuls
-  that replace it (``mixed_sign``), in the units table's group of 6 ops x 10 seeds.
+  that replace it (``mixed_sign``), in the units table's group of 6 ops x 10 seeds;
+- the static NALU fused into 240, 2,400 and 24,000 members, and Madsen & Johansen's whole static
+  experiment (7 units x 6 ops x 100 seeds x 5,000,000 steps) projected on this device (``scale``).
 """
 
 from __future__ import annotations
@@ -233,6 +235,33 @@ def projection(task: str, models: tuple[str, ...], steps: int, repeats: int, dev
     print(f"  projected, {budget:,} steps x 10 seeds, 2 cores: {max(slots):.2f} h")
 
 
+MJ_UNITS = ("nac", "nalu", "nau", "nmu", "inalu", "npu", "realnpu")  # Madsen & Johansen's static experiment's
+MJ_STEPS, MJ_SEEDS = 5_000_000, 100
+
+
+def scale(steps: int, repeats: int, device: torch.device, seeds: tuple[int, ...] = (40, 400, 4000)) -> None:
+    """The static NALU as one fused model of 6 ops x ``seeds`` (240, 2,400 and 24,000 members), the
+    same code path on every device (a GPU pays only with thousands of members), and Madsen &
+    Johansen's whole static experiment (7 units x 6 ops x 100 seeds x 5,000,000 steps) projected
+    from each unit's group of 600 members, the groups one after another on this device (training
+    alone: the thinned evaluation schedule adds about a tenth, ``projection`` above)."""
+    print("static NALU, fused and compiled, by group size (about the same work per measurement):")
+    for n in seeds:
+        case = Case(["task=static_arithmetic", "model=nalu"], n, 6, "compiled", device)
+        rate = best_rates({"group": case}, max(steps * 240 // case.members, 10), repeats)["group"]
+        print(f"  {case.members:>6,} members: {rate:>12,.0f} member-steps/s  ({case.mode} step)")
+    print(f"Madsen & Johansen's static experiment, {len(MJ_UNITS)} units x 6 ops x {MJ_SEEDS} seeds x "
+          f"{MJ_STEPS:,} steps, one group of {6 * MJ_SEEDS} members per unit, one after another:")
+    total = 0.0
+    for unit in MJ_UNITS:
+        case = Case(["task=static_arithmetic", f"model={unit}"], MJ_SEEDS, 6, "compiled", device)
+        rate = best_rates({unit: case}, max(steps * 240 // case.members, 10), repeats)[unit]
+        hours = MJ_STEPS * case.members / rate / 3600
+        total += hours
+        print(f"  {unit:<8} {rate:>12,.0f} member-steps/s ({case.mode} step): {hours:8.1f} h")
+    print(f"  projected on this device: {total:.1f} h ({total / 24:.1f} days)")
+
+
 def mnist_images_per_second(members: int, steps: int, device: torch.device) -> float | None:
     """Training throughput of encoder + recurrent NAC core on MNIST counting series."""
     from tasks.mnist import series as mnist_series
@@ -291,6 +320,7 @@ def main() -> None:
     print("Table 1 recurrent at Hoedt et al.'s budget (budget=paper: NAC and NALU), fused and compiled:")
     projection("recurrent_arithmetic", ("nac", "nalu"), a.steps // 5, a.repeats, device)
     inalu_sign(a.steps // 10, a.repeats, device)
+    scale(a.steps, a.repeats, device)
     others = {
         "static ReLU6 MLP (batch 128, input 100, hidden 2)": (["task=static_arithmetic", "model=relu6"], 10, a.steps),
         "recurrent LSTM (batch 128, length 10, state 2), autograd": (["task=recurrent_arithmetic", "model=lstm"],
