@@ -148,6 +148,9 @@ def test_a_knob_added_later_keeps_finished_cells_at_its_neutral_value():
     assert config_hash(base) == config_hash(before)
     assert config_hash(compose(["task=gridworld_time", "replicate=1"])) != config_hash(before)
     assert config_hash(compose(["task=gridworld_time", "task.env.late_reward=0.0"])) != config_hash(before)
+    npu = compose(["task=static_arithmetic", "model=npu"])  # the NPUs' opt-in compiled step
+    assert npu.model.compilable is False and config_hash(npu) == config_hash(without(npu, "model", "compilable"))
+    assert config_hash(compose(["task=static_arithmetic", "model=npu", "model.compilable=true"])) != config_hash(npu)
 
 
 def test_an_unknown_variant_is_refused_in_one_line_listing_the_targets_own():

@@ -315,3 +315,17 @@ def test_the_cpp_wrapper_launches_the_same_kernels_bit_for_bit():
     assert resolve_wrapper("auto", model) == "cpp" and resolve_wrapper("auto", static) == "python"
     with pytest.raises(ConfigError, match="unknown compile_wrapper 'c'; valid: auto, cpp, python"):
         resolve_wrapper("c", static)
+
+
+@pytest.mark.parametrize("op", ["mul", "div"])
+@pytest.mark.parametrize("model_name", ["npu", "realnpu"])
+def test_an_npu_that_asks_for_the_compiled_step_takes_the_autograd_step_in_float64(model_name, op):
+    """``model.compilable=true``: the NPUs' functional step (forward, the L1 regulariser as
+    ``penalty_scale * penalty`` with its x10 steps inside the run, Adam) equals autograd's step by
+    step in float64; without it they keep the autograd path their committed cells trained on."""
+    extra = ["model.compilable=true", "model.l1_start=1e-3", "model.l1_end=1e-1", "model.l1_every=10"]
+    with default_dtype(torch.float64):
+        compare_steps(model_name, op, False, extra, autograd_in_compiled_layout,
+                      lambda m, o: CompiledStep(m, o, compile=False), rtol=1e-10)
+        model, opt, _ = build(model_name, op, False, [])
+        assert unsupported(model, opt) == f"{type(model.layers[-1]).__name__} is not supported"

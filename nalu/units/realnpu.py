@@ -17,6 +17,12 @@ Initialisation (the authors' library): ``W_re`` Glorot-uniform, ``W_im = 0``, ``
 Regulariser (their experiments): ``beta * ||theta||_1`` over the unit's parameters, ``beta`` growing
 from ``l1_start`` by a factor 10 every ``l1_every`` steps up to ``l1_end`` (1e-5 -> 1e-4, every
 10,000 steps).
+
+``compilable=True`` lets ``nalu.fast`` compile its training step (the regulariser split as
+``penalty_scale(step) * penalty()``); off by default, because the committed units-table cells of
+the NPUs trained through autograd and the compiled step rounds otherwise in float32: a config that
+asks for it (``model.compilable=true``) names new cells. ``tests/test_fast.py`` holds the two steps
+equal in float64.
 """
 
 from __future__ import annotations
@@ -47,8 +53,9 @@ class RealNPU(nn.Module):
     complex_weights = False
 
     def __init__(self, in_features: int, out_features: int, members: int = 1, eps: float = 1e-7,
-                 l1_start: float = 1e-5, l1_end: float = 1e-4, l1_every: int = 10000):
+                 l1_start: float = 1e-5, l1_end: float = 1e-4, l1_every: int = 10000, compilable: bool = False):
         super().__init__()
+        self.compilable = compilable  # nalu.fast may compile its training step
         self.in_features, self.out_features, self.eps = in_features, out_features, eps
         self.l1_start, self.l1_end, self.l1_every = l1_start, l1_end, l1_every
         self.W_re = nn.Parameter(torch.empty(members, out_features, in_features))
@@ -84,7 +91,15 @@ class RealNPU(nn.Module):
 
     def regularizer(self, step: int, loss: Tensor) -> Tensor:
         """``[M]``: ``beta(step) * ||theta||_1`` of each member."""
-        beta = l1_weight(step, self.l1_start, self.l1_end, self.l1_every)
+        beta = self.penalty_scale(step)
         if beta == 0:
             return self.g.new_zeros(self.g.shape[0])
-        return beta * sum(p.abs().flatten(1).sum(1) for p in self.parameters())
+        return beta * self.penalty()
+
+    def penalty_scale(self, step: int) -> float:
+        """``beta(step)``: the regulariser is ``penalty_scale(step) * penalty()``."""
+        return l1_weight(step, self.l1_start, self.l1_end, self.l1_every)
+
+    def penalty(self) -> Tensor:
+        """``[M]``: ``||theta||_1`` of each member."""
+        return sum(p.abs().flatten(1).sum(1) for p in self.parameters())
