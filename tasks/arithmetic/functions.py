@@ -186,9 +186,10 @@ class ArithmeticProblem:
     def _shape(self, batch: int, length: int) -> tuple[int, ...]:
         return (batch, length, self.n) if self.recurrent else (batch, self.n)
 
-    def _draw(self, split: Split, name: str, dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor]:
+    def _draw(self, split: Split, name: str, dtype: torch.dtype | None = None) -> tuple[Tensor, Tensor]:
         """A fixed evaluation set shared by every member: inputs ``[1, N, ...]``, targets ``[M, N, 1]``
-        (in ``dtype``: the horizon's are float64), drawn from the generator ``name`` names."""
+        (in ``dtype``, torch's default where None; the horizon's are float64), drawn from the
+        generator ``name`` names."""
         x = torch.empty(self._shape(split.samples, split.length), dtype=dtype)
         split.draw(x, generator("arithmetic", name, self.n))
         return x.unsqueeze(0), self.targets(x.unsqueeze(0))
