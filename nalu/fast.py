@@ -128,13 +128,19 @@ class CompiledStep:
             objective = objective + scales[k] * p
         return torch.where(live, objective, 0.0).sum(), (loss_m.detach(), live)
 
-    def _step(self, params, exp_avgs, exp_avg_sqs, t, x, y, alive, scales):
+    def corrections(self, t: Tensor) -> Tensor:
+        """``[2]``, float64: Adam's bias corrections ``1 - beta1^t'`` and ``sqrt(1 - beta2^t')`` of the
+        step about to be taken (``t' = t + 1``), in double precision as ``torch.optim.Adam``'s. Taken
+        eagerly, before the compiled call: inside it, inductor recomputed both powers in every
+        vector iteration of every update loop (a third of a static NALU group's step here)."""
+        t64 = t.double() + 1
+        return torch.stack([1 - self.beta1**t64, (1 - self.beta2**t64).sqrt()])
+
+    def _step(self, params, exp_avgs, exp_avg_sqs, t, corrections, x, y, alive, scales):
         grads, (loss_m, live) = grad(self._loss, has_aux=True)(params, x, y, alive, scales)
         t.add_(1.0)
-        t64 = t.double()  # bias corrections in double precision, as torch.optim.Adam's
         for p, g, m, v in zip(params, grads, exp_avgs, exp_avg_sqs, strict=True):
-            bc1 = (1 - self.beta1**t64).to(p.dtype)
-            bc2_sqrt = (1 - self.beta2**t64).sqrt().to(p.dtype)
+            bc1, bc2_sqrt = corrections[0].to(p.dtype), corrections[1].to(p.dtype)
             keep = live.view(-1, *([1] * (p.dim() - 1)))
             g = torch.where(keep, g, 0.0)
             m_new = torch.where(keep, m.lerp(g, 1 - self.beta1), 0.0)
@@ -156,7 +162,8 @@ class CompiledStep:
                 st["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
         # every parameter shares one step count (torch.optim.Adam keeps equal copies per parameter)
         t = state[0]["step"]
-        args = (self.params, [s["exp_avg"] for s in state], [s["exp_avg_sq"] for s in state], t, x, y, alive, scales)
+        args = (self.params, [s["exp_avg"] for s in state], [s["exp_avg_sq"] for s in state], t,
+                self.corrections(t), x, y, alive, scales)
         loss = self._run(args)
         for st in state[1:]:
             st["step"].copy_(t)
