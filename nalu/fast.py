@@ -26,7 +26,8 @@ against one autograd step from the same state, in float64 to 1e-10, for every su
 and the compiled function against the uncompiled one (float64, 1e-10). The compiled step traces
 its own layout of the same model (``layout="compiled"``, ``nalu.ensemble.Layout``). Supported
 are the models of Table 1 and the units table: stacks of NAC, NALU, NAU and NMU, and the MLPs
-(ReLU6, "None"), feed-forward or recurrent, trained with plain Adam.
+(ReLU6, "None"), feed-forward or recurrent, trained with plain Adam; the NPUs where they ask for it
+(``compilable=True``, ``nalu/units/realnpu.py``).
 
 The compiled graph is called through a wrapper that allocates its buffers and launches its
 kernels and matrix products. ``wrapper="python"`` (inductor's default) is that code in Python;
