@@ -36,7 +36,8 @@ KEYS = {
     "figure4": ["kind", "model", "domain", "metric"],
     "figure5": ["agent", "command"],
     "units": ["function", "model", "steps"],
-    "protocol": ["range", "subset_ratio", "overlap_ratio", "reference"],  # protocol_search: its cells' decades  # the longer budgets' rows share function and model
+    "protocol": ["range", "subset_ratio", "overlap_ratio", "reference"],  # protocol_search: its cells' decades
+    "protocol_search_recurrent": ["range", "width", "reference"],  # the recurrent half's protocols
 }
 
 
@@ -89,8 +90,9 @@ def judge(a: pd.Series, b: pd.Series) -> list[tuple[str, str, str]]:
 
 def compare(ours: Path, committed: Path) -> tuple[int, list[Moved]]:
     """(rows judged, rows moved beyond noise) between two CSVs of one table (``<stem>.csv``)."""
-    table = Path(committed).stem.split("_")[0]
-    if table not in KEYS:
+    stem = Path(committed).stem  # its rule: the longest name of KEYS that begins it (table1_protocol1: table1's)
+    table = next((k for k in sorted(KEYS, key=len, reverse=True) if stem == k or stem.startswith(k + "_")), None)
+    if table is None:
         raise SystemExit(f"error: no comparison rule for {committed}; tables: {', '.join(KEYS)}")
     keys = KEYS[table]
     a, b = pd.read_csv(ours, dtype={k: str for k in keys}), pd.read_csv(committed, dtype={k: str for k in keys})
