@@ -51,6 +51,14 @@ def paper(name: str) -> pd.DataFrame:
     return pd.read_csv(PAPER_DIR / f"{name}.csv", dtype=str, keep_default_na=False)
 
 
+def not_in_paper(ours: pd.DataFrame, ref: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The rows of ``ours`` whose ``keys`` name no row of the paper's table ``ref``: a model it has
+    no row or column for (a unit from outside, ``make benchmark-unit PROTOCOL=tasks``), which a
+    table shows after the paper's and keeps out of its counts against the paper."""
+    listed = pd.MultiIndex.from_frame(ref[keys].drop_duplicates().astype(str))
+    return ours[~pd.MultiIndex.from_frame(ours[keys].astype(str)).isin(listed)]
+
+
 def paper_float(value: str) -> float:
     """The paper's printed value as a number (``>999`` -> inf, empty -> nan)."""
     if value.startswith(">"):

@@ -11,6 +11,7 @@ import pandas as pd
 from nalu.scoring import wilson_interval
 from suite.tables import best_of_k
 from suite.tables.common import PRINTS_ZERO as ZERO
+from suite.tables.common import not_in_paper
 from suite.tables.common import (
     choose_seed, fmt, load_cells, machines, paper, paper_float, quantiles, require, to_markdown, write_table,
 )
@@ -182,8 +183,7 @@ def build(evidence: Path | list[Path], out: Path, checkpoint: str = "best",
     df = ref.merge(ours, on=["task", "range", "function", "model"], how="left")
     # models the paper has no column for (a unit from outside, make benchmark-unit PROTOCOL=tasks): a
     # column of their own after the paper's, kept out of the counts against the paper
-    extra = ours.merge(ref[["task", "model"]].drop_duplicates(), on=["task", "model"], how="left", indicator=True)
-    extra = extra[extra._merge == "left_only"].drop(columns="_merge")
+    extra = not_in_paper(ours, ref, ["task", "model"])
     extra_columns = [(t, m) for t, m in extra[["task", "model"]].drop_duplicates().itertuples(index=False)]
     df["paper"] = df.paper_printed.map(paper_float)
     df["verdict"] = [verdict(o, p) for o, p in zip(df.ours, df.paper)]

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from suite.tables.common import (
+    not_in_paper,
     choose_seed, describe_encoder, fmt, load_cells, paper, quantiles, require, to_markdown, write_table,
 )
 from tasks import metrics
@@ -76,7 +77,7 @@ def build(evidence: Path | list[Path], out: Path, name: str = "table2") -> list[
                                  "diverged", "seeds", "chosen_seed", "chosen_step"])
     ref = paper("table2").assign(length=lambda d: d.length.astype(int))
     # a model the paper has no row for (a unit from outside, make benchmark-unit PROTOCOL=tasks): rows of its own
-    extra = ours[~ours.model.isin(ref.model)].assign(value="-")
+    extra = not_in_paper(ours, ref, ["model"]).assign(value="-")
     df = pd.concat([ref.merge(ours, on=["task", "model", "length", "metric"], how="left"), extra], ignore_index=True)
     df = df.rename(columns={"value": "paper"})
     headers = {**HEADERS, **{m: m for m in extra.model}}

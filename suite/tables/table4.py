@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from suite.tables.common import (
+    not_in_paper,
     choose_seed, describe_encoder, fmt, load_cells, paper, quantiles, require, to_markdown, write_table,
 )
 from tasks.metrics import ACCURACY
@@ -53,7 +54,7 @@ def build(evidence: Path | list[Path], out: Path, name: str = "table4") -> list[
     # Seguí et al.'s softmax head is the paper's "previous best" row
     ours = ours.assign(layer=ours.layer.replace({"segui": "previous_best_wx_plus_b"}))
     # a final layer the paper has no row for (a unit from outside, make benchmark-unit PROTOCOL=tasks): a row of its own
-    df = pd.concat([ref.merge(ours, on="layer", how="left"), ours[~ours.layer.isin(ref.layer)]], ignore_index=True)
+    df = pd.concat([ref.merge(ours, on="layer", how="left"), not_in_paper(ours, ref, ["layer"])], ignore_index=True)
     counting = cells[0]["task"] == "mnist_count_even"
     # the paper's headline: how much of the previous best's error a layer removes (NAC: 54%); the
     # previous best is Seguí et al.'s head where we run it (counting), else the affine layer
