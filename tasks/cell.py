@@ -16,10 +16,13 @@ from tasks.metrics import Member
 
 
 def model_factory(model_cfg: DictConfig) -> Callable[..., nn.Module]:
-    """The partial a model config describes (its ``name`` is a label, not an argument)."""
+    """The partial a model config describes (its ``name`` is a label, not an argument). A model
+    config with an ``op`` key (``model=unit_told``) is told the task's function, so a task without
+    one is refused."""
     cfg = OmegaConf.to_container(model_cfg, resolve=True)
-    if cfg.pop("name", None) == "unit_told" and cfg.get("op") is None:
-        raise ConfigError("model=unit_told tells the unit the task's function (model.op), and this task has none: "
+    name = cfg.pop("name", None)
+    if "op" in cfg and cfg["op"] is None:
+        raise ConfigError(f"model={name} tells the unit the task's function (model.op), and this task has none: "
                           "static_arithmetic and recurrent_arithmetic have one")
     return instantiate(cfg)
 

@@ -57,10 +57,9 @@ def unit_name(cell: dict, sits: str) -> str:
     return str(where).rpartition(":")[2]
 
 
-def relabel(cell: dict, sits: str) -> dict:
-    """The cell as its table names it: by the unit's class (``lstm_<class>`` in a read-out)."""
+def relabel(cell: dict, sits: str, name: str) -> dict:
+    """The cell as its table names it: by the unit's class ``name`` (``lstm_<class>`` in a read-out)."""
     cell = copy.deepcopy(cell)
-    name = unit_name(cell, sits)
     if sits == "final":
         cell["final_layer"] = name
     else:
@@ -74,12 +73,15 @@ def build(evidence: Path | list[Path], out: Path, name: str = "tasks", reference
     reference = reference or EVIDENCE_DIR
     cells = load_cells(*([evidence] if isinstance(evidence, Path) else evidence))
     by_place: dict[str, list[dict]] = {}
+    units = set()
     for c in cells:
         place = place_of(c)
-        by_place.setdefault(place, []).append(relabel(c, PLACES[place][2]))
+        sits = PLACES[place][2]
+        units.add(unit := unit_name(c, sits))
+        by_place.setdefault(place, []).append(relabel(c, sits, unit))
     if not by_place:
         raise ConfigError(f"no cells in {evidence}; nothing written")
-    unit = sorted({unit_name(c, PLACES[place_of(c)][2]) for c in cells})
+    unit = sorted(units)
     paths, lines = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for place, (_, table, _) in PLACES.items():
