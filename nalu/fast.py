@@ -19,7 +19,8 @@ update. The weights and moments are updated in place, in the model's own paramet
 optimiser's own state, so evaluation, best-step copies, checkpoints and the units' post-step
 clamps (``after_step``, run eagerly after it) see them as they see the autograd path's.
 ``c_u = penalty_scale(step)`` of each regularised unit (NAU, NMU) is passed as a tensor, so a
-ramp does not recompile.
+ramp does not recompile; a unit whose regulariser acts only on some members by their loss (the
+iNALU's, below a loss of 1) marks them with ``penalty_active(loss) -> [M]`` and the others' penalty is 0.
 
 The autograd path stays the reference: ``tests/test_fast.py`` checks one step of this function
 against one autograd step from the same state, in float64 to 1e-10, for every supported unit,
@@ -27,7 +28,7 @@ and the compiled function against the uncompiled one (float64, 1e-10). The compi
 its own layout of the same model (``layout="compiled"``, ``nalu.ensemble.Layout``). Supported
 are the models of Table 1 and the units table: stacks of NAC, NALU, NAU and NMU, and the MLPs
 (ReLU6, "None"), feed-forward or recurrent, trained with plain Adam; the NPUs where they ask for it
-(``compilable=True``, ``nalu/units/realnpu.py``).
+and the iNALU where they ask for it (``compilable=True``, ``nalu/units/realnpu.py``, ``inalu.py``).
 
 The compiled graph is called through a wrapper that allocates its buffers and launches its
 kernels and matrix products. ``wrapper="python"`` (inductor's default) is that code in Python;
@@ -125,7 +126,9 @@ class CompiledStep:
         loss_m = (out - y).square().flatten(1).mean(1)
         live = alive & torch.isfinite(loss_m.detach())
         objective = loss_m
-        for k, p in enumerate(penalties):
+        for k, (m, p) in enumerate(zip(self.regularized, penalties, strict=True)):
+            if has_hook(m, "penalty_active"):  # the members a loss-dependent regulariser acts on (iNALU)
+                p = torch.where(m.penalty_active(loss_m.detach()), p, 0.0)
             objective = objective + scales[k] * p
         return torch.where(live, objective, 0.0).sum(), (loss_m.detach(), live)
 

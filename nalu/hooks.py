@@ -17,7 +17,8 @@ class Hooks(Protocol):
       (``nalu.ensemble.init_members``); ``after_init_member(i)`` runs after every layer's;
     - ``regularizer(step, loss) -> [M]``: added to each member's loss (``loss`` is the member's
       training loss, detached); a compiled step (``nalu.fast``) asks for it split as
-      ``penalty_scale(step) * penalty()`` where the unit offers that;
+      ``penalty_scale(step) * penalty()`` where the unit offers that, for the members
+      ``penalty_active(loss) -> [M] bool`` marks where it offers that too (all members where not);
     - ``after_step(step, loss)``: after every optimiser step (clamping, re-initialisation);
     - ``sparsity_error() -> [M]``: how far its weights are from discrete values;
     - ``init_identity_state(i, n_inputs)``: as the step of a recurrent stack with

@@ -254,7 +254,7 @@ def scale(steps: int, repeats: int, device: torch.device, seeds: tuple[int, ...]
           f"{MJ_STEPS:,} steps, one group of {6 * MJ_SEEDS} members per unit, one after another:")
     total = 0.0
     for unit in MJ_UNITS:
-        compiled = ["model.compilable=true"] if unit in ("npu", "realnpu") else []  # their opt-in compiled step
+        compiled = ["model.compilable=true"] if unit in ("npu", "realnpu", "inalu") else []  # their opt-in compiled step
         case = Case(["task=static_arithmetic", f"model={unit}", *compiled], MJ_SEEDS, 6, "compiled", device)
         rate = best_rates({unit: case}, max(steps * 240 // case.members, 10), repeats)[unit]
         hours = MJ_STEPS * case.members / rate / 3600

@@ -48,7 +48,7 @@ NEUTRAL = {
     ("model", "gate_bias"): None,  # configs/model/nalu.yaml: a learned gate bias (none, the paper's NALU)
     ("task", "encoder", "pool"): False,  # configs/task/mnist_*.yaml: the PyTorch MNIST example's pooled encoder
     ("task", "horizon"): None,  # configs/task/*_arithmetic.yaml: the extrapolation horizon, off
-    ("model", "compilable"): False,  # configs/model/npu.yaml, realnpu.yaml: the NPUs through autograd
+    ("model", "compilable"): False,  # configs/model/npu.yaml, realnpu.yaml, inalu.yaml: through autograd
 }
 
 

@@ -329,3 +329,17 @@ def test_an_npu_that_asks_for_the_compiled_step_takes_the_autograd_step_in_float
                       lambda m, o: CompiledStep(m, o, compile=False), rtol=1e-10)
         model, opt, _ = build(model_name, op, False, [])
         assert unsupported(model, opt) == f"{type(model.layers[-1]).__name__} is not supported"
+
+
+@pytest.mark.parametrize("op,below", [("add", 500), ("div", 2500)])
+def test_an_inalu_that_asks_for_the_compiled_step_takes_the_autograd_step_in_float64(op, below):
+    """``model.compilable=true``: the iNALU's functional step equals autograd's step by step in
+    float64, its regulariser on from step 5 and only for the members whose loss is below ``below``
+    (a threshold its three seeds cross at different steps of the 30: none at first, then some);
+    without it the iNALU keeps the autograd path its committed cells trained on."""
+    extra = ["model.compilable=true", "model.reg_start=5", f"model.reg_below={below}"]
+    with default_dtype(torch.float64):
+        compare_steps("inalu", op, False, extra, autograd_in_compiled_layout,
+                      lambda m, o: CompiledStep(m, o, compile=False), rtol=1e-10)
+        model, opt, _ = build("inalu", op, False, [])
+        assert unsupported(model, opt) == "INALU is not supported"

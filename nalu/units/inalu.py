@@ -20,6 +20,12 @@ Regulariser (their Section 3.4): ``sum over W_hat, M_hat, G of mean(max(t - |v|,
 1). The authors add it only once training is under way and the loss is below 1; here it is
 active from step ``reg_start`` for each member whose last training loss is below ``reg_below``.
 
+``compilable=True`` lets ``nalu.fast`` compile its training step: the regulariser split as
+``penalty_scale(step) * penalty()`` for the members ``penalty_active(loss)`` marks. Off by default, as
+the NPUs' (``nalu/units/realnpu.py``): the committed cells trained through autograd, and a config that
+asks for it (``model.compilable=true``) names new cells. ``tests/test_fast.py`` holds the two steps
+equal in float64. The re-initialisation stays an eager ``after_step``.
+
 Re-initialisation (their Section 3.5, ``reinit=true``): every ``reinit_every`` steps, a member
 whose loss has stopped improving (mean of the older half of its last ``reinit_window`` losses <=
 mean + std of the newer half) while still high (newer mean > ``reinit_above``) has all of its
@@ -66,8 +72,10 @@ def mixed_sign(x: Tensor, W_m: Tensor) -> Tensor:
 class INALU(nn.Module):
     def __init__(self, in_features: int, out_features: int, members: int = 1, eps: float = 1e-7, omega: float = 20.0,
                  reg_t: float = 20.0, reg_start: int = 0, reg_below: float = 1.0, reinit: bool = False,
-                 reinit_every: int = 1000, reinit_window: int = 10000, reinit_above: float = 1.0):
+                 reinit_every: int = 1000, reinit_window: int = 10000, reinit_above: float = 1.0,
+                 compilable: bool = False):
         super().__init__()
+        self.compilable = compilable  # nalu.fast may compile its training step
         self.in_features, self.out_features = in_features, out_features
         self.eps, self.omega, self.reg_t, self.reg_start, self.reg_below = eps, omega, reg_t, reg_start, reg_below
         shape = (members, out_features, in_features)
@@ -116,8 +124,21 @@ class INALU(nn.Module):
         """``[M]``: the regulariser of the members for which it is active (0 for the others)."""
         if step < self.reg_start:
             return self.G.new_zeros(self.G.shape[0])
-        r = sum((self.reg_t - p.abs()).clamp_min(0).flatten(1).mean(1) for p in self.parameters_raw()) / self.reg_t
-        return torch.where(loss < self.reg_below, r, torch.zeros_like(r))
+        r = self.penalty_scale(step) * self.penalty()
+        return torch.where(self.penalty_active(loss), r, torch.zeros_like(r))
+
+    def penalty_scale(self, step: int) -> float:
+        """1 from ``reg_start`` on, 0 before: the regulariser is ``penalty_scale(step) * penalty()``
+        for the members ``penalty_active`` marks."""
+        return 0.0 if step < self.reg_start else 1.0
+
+    def penalty(self) -> Tensor:
+        """``[M]``: ``sum over W_hat, M_hat, G of mean(max(t - |v|, 0)) / t``."""
+        return sum((self.reg_t - p.abs()).clamp_min(0).flatten(1).mean(1) for p in self.parameters_raw()) / self.reg_t
+
+    def penalty_active(self, loss: Tensor) -> Tensor:
+        """``[M]`` bool: the members whose training loss (detached) is below ``reg_below``."""
+        return loss < self.reg_below
 
     def after_step(self, step: int, loss: Tensor) -> None:
         """The re-initialisation trick (when ``reinit``), for each member on its own: see the
