@@ -77,7 +77,11 @@ UNIT_NAME = $(shell echo '$(UNIT)' | sed 's/.*://' | tr 'A-Z' 'a-z')
 # Domain Mixed Unit's published runs fix its selector by it; the files are named <class>_told*
 TOLD ?=
 BENCH_MODEL = $(if $(filter 1 true yes,$(TOLD)),unit_told,unit)
-BENCH_NAME = $(UNIT_NAME)$(if $(filter 1 true yes,$(TOLD)),_told)
+BENCH_NAME = $(UNIT_NAME)$(if $(filter 1 true yes,$(TOLD)),_told)$(PAPER)
+# BUDGET=paper (make benchmark-unit, the units table's protocol): Madsen & Johansen's 5,000,000 steps, beside
+# the units table's paper-budget cells (results/evidence/units_paper.jsonl); files <class>[_told]_paper.*
+BENCH_BUDGET = $(if $(PAPER),budget=paper checkpoint_every_s=300)
+BENCH_REFERENCE = $(if $(PAPER),$(wildcard results/evidence/units_paper.jsonl) --long none,results/evidence/units.jsonl --long units_long)
 # the MNIST core starts as an accumulator (state_init=identity, as the NAC's in Table 2) where the unit has the hook for it
 BENCH_STATE_INIT = $(if $(UNIT),$(shell $(PY) -c "from nalu.units import resolve; print('identity' if hasattr(resolve('$(UNIT)'), 'init_identity_state') else 'random')" 2>/dev/null || echo random))
 BENCH_OUT ?= results/benchmarks
@@ -179,8 +183,9 @@ else
 	$(call TABLES,units)
 endif
 
-benchmark-unit: install  ## a unit of your own (UNIT=<package.module>:<Class> or <file.py>:<Class>) on the units table's protocol, beside the suite's units -> results/benchmarks/<class>.{md,csv,png} (BENCH_OUT=<folder> elsewhere; PROTOCOL=primer: the Primer benchmark's, <class>_primer.*; TOLD=1: told the task's function, <class>_told*)
+benchmark-unit: install  ## a unit of your own (UNIT=<package.module>:<Class> or <file.py>:<Class>) on the units table's protocol, beside the suite's units -> results/benchmarks/<class>.{md,csv,png} (BENCH_OUT=<folder> elsewhere; PROTOCOL=primer: the Primer benchmark's, <class>_primer.*; TOLD=1: told the task's function, <class>_told*; BUDGET=paper: 5,000,000 steps, <class>_paper.*)
 	$(if $(UNIT),,$(error give UNIT=<package.module>:<Class>, e.g. make benchmark-unit UNIT=examples.units.clipped_adder:ClippedAdder))
+	$(if $(and $(PAPER),$(filter-out units,$(PROTOCOL))),$(error BUDGET=paper is the units table's protocol only (Madsen & Johansen's 5,000,000 steps); PROTOCOL=$(PROTOCOL) runs at its own budget))
 ifeq ($(PROTOCOL),primer)
 	$(RUN) -m +experiment=benchmark_unit_primer model=$(BENCH_MODEL) 'model.unit=$(UNIT)' name=benchmark_$(BENCH_NAME)_primer hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME)_primer $(SWEEP)
 	$(RUN) -m +experiment=benchmark_unit_primer_div model=$(BENCH_MODEL) 'model.unit=$(UNIT)' name=benchmark_$(BENCH_NAME)_primer hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME)_primer $(SWEEP)
@@ -196,9 +201,9 @@ else ifeq ($(PROTOCOL),tasks)
 	$(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(BENCH_NAME)_tasks multirun/benchmark_$(BENCH_NAME)_tasks --out $(BENCH_OUT) && \
 	  $(PY) -m suite.tables places --evidence $(BENCH_OUT)/$(BENCH_NAME)_tasks.jsonl --out $(BENCH_OUT) --name $(BENCH_NAME)_tasks)
 else
-	$(RUN) -m +experiment=benchmark_unit model=$(BENCH_MODEL) 'model.unit=$(UNIT)' name=benchmark_$(BENCH_NAME) hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME) $(SWEEP)
+	$(RUN) -m +experiment=benchmark_unit model=$(BENCH_MODEL) 'model.unit=$(UNIT)' $(BENCH_BUDGET) name=benchmark_$(BENCH_NAME) hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME) $(SWEEP)
 	$(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(BENCH_NAME) multirun/benchmark_$(BENCH_NAME) --out $(BENCH_OUT) && \
-	  $(PY) -m suite.tables units --evidence $(BENCH_OUT)/$(BENCH_NAME).jsonl results/evidence/units.jsonl --long units_long --out $(BENCH_OUT) --name $(BENCH_NAME))
+	  $(PY) -m suite.tables units --evidence $(BENCH_OUT)/$(BENCH_NAME).jsonl $(BENCH_REFERENCE) --out $(BENCH_OUT) --name $(BENCH_NAME))
 endif
 
 verify: data  ## rerun TARGET's cells (or SAMPLE="model=nac") in a scratch copy and compare with results/ within seed-level noise

@@ -191,6 +191,22 @@ def test_make_benchmark_unit_told_runs_the_unit_told_its_function_into_files_of_
     assert f"--name {name}" in p.stdout
 
 
+@pytest.mark.parametrize("told,name", [("", "clippedadder_paper"), ("TOLD=1", "clippedadder_told_paper")])
+def test_make_benchmark_unit_at_the_paper_budget_runs_5m_steps_beside_the_units_tables_paper_cells(told, name):
+    p = make("-n", "benchmark-unit", "UNIT=examples.units.clipped_adder:ClippedAdder", "BUDGET=paper",
+             *([told] if told else []))
+    (run,) = [line for line in p.stdout.splitlines() if "suite.run" in line]
+    assert p.returncode == 0 and " budget=paper " in run and f"name=benchmark_{name} " in run, p.stderr
+    assert f"--evidence results/benchmarks/{name}.jsonl results/evidence/units_paper.jsonl --long none" in p.stdout
+    default = make("-n", "benchmark-unit", "UNIT=examples.units.clipped_adder:ClippedAdder").stdout
+    assert "budget=paper" not in default and "results/evidence/units.jsonl --long units_long" in default
+    for protocol in ("primer", "tasks"):
+        refused = make("-n", "benchmark-unit", "UNIT=examples.units.clipped_adder:ClippedAdder", "BUDGET=paper",
+                       f"PROTOCOL={protocol}")
+        assert refused.returncode != 0 and not refused.stdout.strip()
+        assert "BUDGET=paper is the units table's protocol only" in refused.stderr
+
+
 def test_make_benchmark_unit_protocol_tasks_runs_each_papers_sweep_with_the_unit_in_its_place():
     p = make("-n", "benchmark-unit", "UNIT=examples.units.clipped_adder:ClippedAdder", "PROTOCOL=tasks")
     assert p.returncode == 0, p.stderr
