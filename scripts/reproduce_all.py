@@ -113,7 +113,11 @@ def up_to_date(target: Target) -> tuple[bool, int, str]:
     cells = cell_status(target)
     stale = [c for c in cells if c["state"] != "up to date"]
     if stale:
-        return False, len(cells), f"{len(stale)} of {len(cells)} cells to run"
+        seconds = [c.get("projected_s") for c in stale]
+        known = sum(s for s in seconds if s)
+        alone = (f", projected {clock(known)} alone" + (f" ({seconds.count(None)} without a rate)" if None in seconds else "")
+                 if known else "")
+        return False, len(cells), f"{len(stale)} of {len(cells)} cells to run{alone}"
     why = current_outputs(target)
     return not why, len(cells), why
 

@@ -121,12 +121,16 @@ def prepare(cfg: DictConfig, out_dir: Path, overrides: str = "") -> Cell | None:
     if cfg.get("dry_run"):
         note = code_note(out_dir) if reason is None else ""
         state = "up to date" if reason is None else "to run"
-        print(f"status: {state}: {name}{f' ({reason})' if reason else ''}{f'; {note}' if note else ''}",
+        # a cell to run: its time alone from a minute on (results/rates.csv; fused groups go faster)
+        seconds = projected_s([cfg]) if reason is not None else None
+        line = projection([cfg]) if seconds else None
+        projected = line.split(" (", 1)[0] + " alone" if line else ""
+        print(f"status: {state}: {name}{f' ({reason})' if reason else ''}{f'; {note or projected}' if note or projected else ''}",
               file=sys.stderr)
         if os.environ.get(STATUS_FILE):  # the same, as data (scripts/reproduce_all.py)
             with open(os.environ[STATUS_FILE], "a") as f:
                 f.write(json.dumps({"cell": name, "state": state, "reason": reason, "code": note or None,
-                                    "dir": str(out_dir)}) + "\n")
+                                    "dir": str(out_dir), "projected_s": seconds}) + "\n")
         return None
     if reason is None:
         again = "; its history is not logged to wandb again (force=true reruns it)" if cfg.logger.name == "wandb" else ""
@@ -295,11 +299,10 @@ RATES = Path(__file__).resolve().parent.parent / "results" / "rates.csv"  # suit
 PROJECT_FROM_S, WARN_PAST_S = 60, 86400
 
 
-def projection(cfgs: list[DictConfig], rates: Path = RATES, done: int = 0) -> str | None:
-    """How long these cells (one group) will train, projected from the speed committed runs of
-    their task and model reached on this suite's machine in groups of the nearest size
-    (``results/rates.csv``): a line from a minute on, a warning past a day; None below a minute or
-    without a committed rate. ``done``: the steps a resumed run has behind it."""
+def rate_of(cfgs: list[DictConfig], rates: Path = RATES) -> tuple[int, int, float] | None:
+    """(steps, members, member-steps/s) of these cells (one group): the speed committed runs of their
+    task and model reached on this suite's machine in groups of the nearest size
+    (``results/rates.csv``); None without a committed rate or a step count."""
     cfg = cfgs[0]
     steps = OmegaConf.select(cfg, "task.steps")
     if not isinstance(steps, int | float) or not rates.is_file():
@@ -310,11 +313,26 @@ def projection(cfgs: list[DictConfig], rates: Path = RATES, done: int = 0) -> st
     with open(rates) as f:  # the speed of the committed group size nearest this one's
         known = [(abs(math.log(int(r["members"]) / members)), float(r["member_steps_per_s"]))
                  for r in csv.DictReader(f) if (r["task"], r["model"]) == (cfg.task.name, cfg.model.name)]
-    if not known:
+    return (steps, members, min(known)[1]) if known else None
+
+
+def projected_s(cfgs: list[DictConfig], rates: Path = RATES, done: int = 0) -> float | None:
+    """The seconds these cells (one group) will train (``rate_of``); ``done``: the steps a resumed
+    run has behind it."""
+    known = rate_of(cfgs, rates)
+    return None if known is None else (known[0] - done) * known[1] / known[2]
+
+
+def projection(cfgs: list[DictConfig], rates: Path = RATES, done: int = 0) -> str | None:
+    """How long these cells (one group) will train (``projected_s``): a line from a minute on, a
+    warning past a day; None below a minute or without a committed rate."""
+    known = rate_of(cfgs, rates)
+    if known is None:
         return None
-    rate = min(known)[1]
+    steps, members, rate = known
     steps -= done
     seconds = steps * members / rate
+    cfg = cfgs[0]
     if seconds < PROJECT_FROM_S:
         return None
     took = (f"{seconds / 60:.0f} min" if seconds < 3600 else f"{seconds / 3600:.1f} h" if seconds < 3 * 86400

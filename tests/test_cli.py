@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -152,6 +155,30 @@ def test_a_dry_run_of_a_sweep_never_run_leaves_nothing_behind(workdir):
     assert sorted(line for line in p.stderr.splitlines() if line.startswith("status: ")) == [
         "status: to run: static/add/nac (not run yet)", "status: to run: static/sub/nac (not run yet)"]
     assert list(workdir.iterdir()) == []
+
+
+def test_a_dry_run_says_how_long_a_long_cell_would_train_alone_and_hands_the_seconds_on(workdir):
+    """From ``results/rates.csv`` (the committed speed of its task and model): a cell of a minute or
+    more gets its projection on its status line and, as seconds, in the status file that
+    ``make reproduce-all DRY_RUN=1`` sums; a short one gets neither line nor guess."""
+    from suite.runner import projected_s
+
+    from .conftest import compose
+
+    status = workdir / "status.jsonl"
+    env = {"NALU_STATUS_FILE": str(status)}
+    long = ["model=nalu", "task.steps=2000000", "seeds=10"]
+    p = subprocess.run([sys.executable, *RUN, "-m", *long, "task.op=add,mul", "name=long", "dry_run=true",
+                        "progress=false"], cwd=workdir, env={**os.environ, **env}, capture_output=True, text=True,
+                       timeout=600)
+    lines = sorted(line for line in p.stderr.splitlines() if line.startswith("status: "))
+    assert p.returncode == 0 and len(lines) == 2, p.stderr
+    for line, op in zip(lines, ("add", "mul"), strict=True):
+        assert re.fullmatch(rf"status: to run: static/{op}/nalu \(not run yet\); projected [0-9.]+ (min|h) here alone",
+                            line), line
+    seconds = projected_s([compose(long)])
+    assert seconds > 60 and [r["projected_s"] for r in map(json.loads, status.read_text().splitlines())] == [seconds] * 2
+    assert projected_s([compose(["model=nalu", "task.steps=100"])]) < 60  # no line for it: test above
 
 
 def test_code_digest_ignores_comments_and_docstrings_but_not_code(tmp_path):
