@@ -79,9 +79,10 @@ TOLD ?=
 BENCH_MODEL = $(if $(filter 1 true yes,$(TOLD)),unit_told,unit)
 BENCH_NAME = $(UNIT_NAME)$(if $(filter 1 true yes,$(TOLD)),_told)$(PAPER)
 # BUDGET=paper (make benchmark-unit, the units table's protocol): Madsen & Johansen's 5,000,000 steps, beside
-# the units table's paper-budget cells (results/evidence/units_paper.jsonl); files <class>[_told]_paper.*
+# the units table's paper-budget cells (units_paper.jsonl, and Table 1's static paper cells its table
+# takes the NAC, NALU and baselines from); files <class>[_told]_paper.*
 BENCH_BUDGET = $(if $(PAPER),budget=paper checkpoint_every_s=300)
-BENCH_REFERENCE = $(if $(PAPER),$(wildcard results/evidence/units_paper.jsonl) --long none,results/evidence/units.jsonl --long units_long)
+BENCH_REFERENCE = $(if $(PAPER),$(wildcard results/evidence/units_paper.jsonl results/evidence/table1_paper.jsonl) --long none,results/evidence/units.jsonl --long units_long)
 # the MNIST core starts as an accumulator (state_init=identity, as the NAC's in Table 2) where the unit has the hook for it
 BENCH_STATE_INIT = $(if $(UNIT),$(shell $(PY) -c "from nalu.units import resolve; print('identity' if hasattr(resolve('$(UNIT)'), 'init_identity_state') else 'random')" 2>/dev/null || echo random))
 BENCH_OUT ?= results/benchmarks

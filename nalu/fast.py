@@ -72,8 +72,8 @@ def unsupported(model: nn.Module, optimizer: torch.optim.Optimizer) -> str | Non
         own = type(m).__module__.startswith("torch.nn") and not any(True for _ in m.parameters(recurse=False))
         if not (getattr(m, "compilable", False) or own):
             return f"{type(m).__name__} is not supported"
-        if has_hook(m, "regularizer") and not has_hook(m, "penalty"):
-            return f"{type(m).__name__}'s regulariser has no penalty()"
+        if has_hook(m, "regularizer") and not (has_hook(m, "penalty") and has_hook(m, "penalty_scale")):
+            return f"{type(m).__name__}'s regulariser has no penalty() and penalty_scale(step)"
     if type(optimizer) is not torch.optim.Adam or len(optimizer.param_groups) != 1:
         return "only torch.optim.Adam with one parameter group is supported"
     group = optimizer.param_groups[0]

@@ -188,7 +188,7 @@ def arithmetic(title: str, base: list[str], steps: int, repeats: int, device: to
 
 
 def inalu_sign(steps: int, repeats: int, device: torch.device) -> None:
-    """The iNALU (autograd; ``nalu.fast`` does not compile it) with each way of taking its sign."""
+    """The iNALU through autograd (its default; its compiled step is opt-in) with each way of taking its sign."""
     import nalu.units.inalu as inalu
 
     fast = inalu.mixed_sign

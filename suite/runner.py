@@ -121,10 +121,10 @@ def prepare(cfg: DictConfig, out_dir: Path, overrides: str = "") -> Cell | None:
     if cfg.get("dry_run"):
         note = code_note(out_dir) if reason is None else ""
         state = "up to date" if reason is None else "to run"
-        # a cell to run: its time alone from a minute on (results/rates.csv; fused groups go faster)
+        # a cell to run: its training time at the speed of committed groups of the nearest size
+        # (results/rates.csv; a cell fused with others goes at about that speed), from a minute on
         seconds = projected_s([cfg]) if reason is not None else None
-        line = projection([cfg]) if seconds else None
-        projected = line.split(" (", 1)[0] + " alone" if line else ""
+        projected = f"projected {duration(seconds)} here" if seconds and seconds >= PROJECT_FROM_S else ""
         print(f"status: {state}: {name}{f' ({reason})' if reason else ''}{f'; {note or projected}' if note or projected else ''}",
               file=sys.stderr)
         if os.environ.get(STATUS_FILE):  # the same, as data (scripts/reproduce_all.py)
@@ -323,6 +323,12 @@ def projected_s(cfgs: list[DictConfig], rates: Path = RATES, done: int = 0) -> f
     return None if known is None else (known[0] - done) * known[1] / known[2]
 
 
+def duration(seconds: float) -> str:
+    """``36 min``, ``1.5 h``, ``12 days``."""
+    return (f"{seconds / 60:.0f} min" if seconds < 3600 else f"{seconds / 3600:.1f} h" if seconds < 3 * 86400
+            else f"{seconds / 86400:,.0f} days")
+
+
 def projection(cfgs: list[DictConfig], rates: Path = RATES, done: int = 0) -> str | None:
     """How long these cells (one group) will train (``projected_s``): a line from a minute on, a
     warning past a day; None below a minute or without a committed rate."""
@@ -335,9 +341,7 @@ def projection(cfgs: list[DictConfig], rates: Path = RATES, done: int = 0) -> st
     cfg = cfgs[0]
     if seconds < PROJECT_FROM_S:
         return None
-    took = (f"{seconds / 60:.0f} min" if seconds < 3600 else f"{seconds / 3600:.1f} h" if seconds < 3 * 86400
-            else f"{seconds / 86400:,.0f} days")
-    line = (f"projected {took} here ({steps:,.0f} steps x {members} members at {rate:,.0f} member-steps/s, "
+    line = (f"projected {duration(seconds)} here ({steps:,.0f} steps x {members} members at {rate:,.0f} member-steps/s, "
             f"the speed of committed {cfg.task.name}/{cfg.model.name} runs; another machine differs)")
     if seconds > WARN_PAST_S:
         line = f"warning: {line}; Ctrl-C stops it, and the same command resumes from its checkpoint"

@@ -151,34 +151,39 @@ def test_cells_are_redone_when_their_numerics_version_changes_and_only_noted_whe
 def test_a_dry_run_of_a_sweep_never_run_leaves_nothing_behind(workdir):
     """Hydra makes the sweep's folder, its multirun.yaml, a folder per job and their job logs
     before the runner reports; a dry run takes all of them back."""
-    p = cli(RUN + ["-m", "model=nac", "task.op=add,sub", "name=fresh", "dry_run=true", "progress=false"], workdir)
+    p = cli(RUN + ["-m", "model=nac", "task.op=add,sub", "task.steps=100", "name=fresh", "dry_run=true",
+                   "progress=false"], workdir)
     assert sorted(line for line in p.stderr.splitlines() if line.startswith("status: ")) == [
         "status: to run: static/add/nac (not run yet)", "status: to run: static/sub/nac (not run yet)"]
     assert list(workdir.iterdir()) == []
 
 
-def test_a_dry_run_says_how_long_a_long_cell_would_train_alone_and_hands_the_seconds_on(workdir):
-    """From ``results/rates.csv`` (the committed speed of its task and model): a cell of a minute or
-    more gets its projection on its status line and, as seconds, in the status file that
-    ``make reproduce-all DRY_RUN=1`` sums; a short one gets neither line nor guess."""
+def test_a_dry_run_says_how_long_a_long_cell_would_train_and_hands_the_seconds_on(workdir):
+    """From ``results/rates.csv`` (the committed speed of its task and model in groups of the
+    nearest size): a cell of a minute or more gets its projection on its status line, and every
+    cell to run its seconds in the status file that ``make reproduce-all DRY_RUN=1`` sums; a
+    cell under a minute gets no projection on its line."""
     from suite.runner import projected_s
 
     from .conftest import compose
 
     status = workdir / "status.jsonl"
     env = {"NALU_STATUS_FILE": str(status)}
-    long = ["model=nalu", "task.steps=2000000", "seeds=10"]
-    p = subprocess.run([sys.executable, *RUN, "-m", *long, "task.op=add,mul", "name=long", "dry_run=true",
-                        "progress=false"], cwd=workdir, env={**os.environ, **env}, capture_output=True, text=True,
-                       timeout=600)
-    lines = sorted(line for line in p.stderr.splitlines() if line.startswith("status: "))
-    assert p.returncode == 0 and len(lines) == 2, p.stderr
-    for line, op in zip(lines, ("add", "mul"), strict=True):
-        assert re.fullmatch(rf"status: to run: static/{op}/nalu \(not run yet\); projected [0-9.]+ (min|h) here alone",
+    long, short = ["model=nalu", "task.steps=2000000", "seeds=10"], ["model=nalu", "task.steps=100", "seeds=10"]
+    said = []
+    for steps in (long, short):
+        p = subprocess.run([sys.executable, *RUN, "-m", *steps, "task.op=add,mul", "name=long", "dry_run=true",
+                            "progress=false"], cwd=workdir, env={**os.environ, **env}, capture_output=True,
+                           text=True, timeout=600)
+        assert p.returncode == 0, p.stderr
+        said.append(sorted(line for line in p.stderr.splitlines() if line.startswith("status: ")))
+    for line, op in zip(said[0], ("add", "mul"), strict=True):
+        assert re.fullmatch(rf"status: to run: static/{op}/nalu \(not run yet\); projected [0-9.]+ (min|h) here",
                             line), line
-    seconds = projected_s([compose(long)])
-    assert seconds > 60 and [r["projected_s"] for r in map(json.loads, status.read_text().splitlines())] == [seconds] * 2
-    assert projected_s([compose(["model=nalu", "task.steps=100"])]) < 60  # no line for it: test above
+    assert said[1] == ["status: to run: static/add/nalu (not run yet)", "status: to run: static/mul/nalu (not run yet)"]
+    seconds, little = projected_s([compose(long)]), projected_s([compose(short)])
+    assert seconds > 60 > little
+    assert [r["projected_s"] for r in map(json.loads, status.read_text().splitlines())] == [seconds] * 2 + [little] * 2
 
 
 def test_code_digest_ignores_comments_and_docstrings_but_not_code(tmp_path):

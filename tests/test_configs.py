@@ -148,9 +148,10 @@ def test_a_knob_added_later_keeps_finished_cells_at_its_neutral_value():
     assert config_hash(base) == config_hash(before)
     assert config_hash(compose(["task=gridworld_time", "replicate=1"])) != config_hash(before)
     assert config_hash(compose(["task=gridworld_time", "task.env.late_reward=0.0"])) != config_hash(before)
-    npu = compose(["task=static_arithmetic", "model=npu"])  # the NPUs' opt-in compiled step
-    assert npu.model.compilable is False and config_hash(npu) == config_hash(without(npu, "model", "compilable"))
-    assert config_hash(compose(["task=static_arithmetic", "model=npu", "model.compilable=true"])) != config_hash(npu)
+    for unit in ("npu", "realnpu", "inalu"):  # the opt-in compiled step
+        cfg = compose(["task=static_arithmetic", f"model={unit}"])
+        assert cfg.model.compilable is False and config_hash(cfg) == config_hash(without(cfg, "model", "compilable"))
+        assert config_hash(compose(["task=static_arithmetic", f"model={unit}", "model.compilable=true"])) != config_hash(cfg)
 
 
 def test_an_unknown_variant_is_refused_in_one_line_listing_the_targets_own():
@@ -197,7 +198,7 @@ def test_make_benchmark_unit_at_the_paper_budget_runs_5m_steps_beside_the_units_
              *([told] if told else []))
     (run,) = [line for line in p.stdout.splitlines() if "suite.run" in line]
     assert p.returncode == 0 and " budget=paper " in run and f"name=benchmark_{name} " in run, p.stderr
-    assert f"--evidence results/benchmarks/{name}.jsonl results/evidence/units_paper.jsonl --long none" in p.stdout
+    assert f"--evidence results/benchmarks/{name}.jsonl results/evidence/units_paper.jsonl results/evidence/table1_paper.jsonl --long none" in p.stdout
     default = make("-n", "benchmark-unit", "UNIT=examples.units.clipped_adder:ClippedAdder").stdout
     assert "budget=paper" not in default and "results/evidence/units.jsonl --long units_long" in default
     for protocol in ("primer", "tasks"):

@@ -343,3 +343,18 @@ def test_an_inalu_that_asks_for_the_compiled_step_takes_the_autograd_step_in_flo
                       lambda m, o: CompiledStep(m, o, compile=False), rtol=1e-10)
         model, opt, _ = build("inalu", op, False, [])
         assert unsupported(model, opt) == "INALU is not supported"
+
+
+def test_a_regulariser_the_compiled_step_cannot_split_sends_the_model_to_autograd():
+    """A compilable unit whose regulariser lacks ``penalty`` or ``penalty_scale`` is not compiled
+    (the step would have no way to weigh it); with both it is."""
+
+    class Penalised(NAU):
+        def regularizer(self, step, loss):
+            return self.penalty()
+
+    model, opt = Penalised(2, 1, 3), None
+    opt = torch.optim.Adam(model.parameters())
+    assert unsupported(model, opt) is None  # the NAU's own penalty and penalty_scale
+    Penalised.penalty_scale = None  # a unit without the scale
+    assert unsupported(model, opt) == "Penalised's regulariser has no penalty() and penalty_scale(step)"

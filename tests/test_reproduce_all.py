@@ -25,7 +25,7 @@ def expected_status() -> str:
     cells = load(EVIDENCE_DIR / "table5.jsonl")
     missing = sum(out_of_date(ROOT / "multirun" / c["run"], c["config_hash"], c["numerics"]) is not None for c in cells)
     if missing:  # and what they would take alone, from results/rates.csv (a pattern: the rates change)
-        return re.escape(f"to run: {missing} of {len(cells)} cells to run") + r", projected (\d+h)?\d+m\d\ds alone"
+        return re.escape(f"to run: {missing} of {len(cells)} cells to run") + r"(, projected (\d+h)?\d+m\d\ds at JOBS=1)?( \(\d+ without a rate\))?"
     why = current_outputs(next(t for t in TARGETS if t.name == "table5"))
     return re.escape(f"to run: {why}" if why else "up to date")
 
