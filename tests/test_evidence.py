@@ -19,7 +19,7 @@ RESULTS = ROOT / "results"
 PENDING = {
            "units_seeds100", "figure5_late_zero",
            "table3_paper_grid",
-           "table2_mnist_example", "table2_nalu_grid", "table4_long", "figure4_trained",
+           "table2_mnist_example", "table4_long", "figure4_trained",
            "table1_paper_protocol1",
            "units_primer"}
 
