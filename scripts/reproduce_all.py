@@ -115,10 +115,9 @@ def up_to_date(target: Target) -> tuple[bool, int, str]:
     if stale:
         seconds = [c.get("projected_s") for c in stale]
         known = sum(s for s in seconds if s)
-        unknown = f"{seconds.count(None)} without a rate" if None in seconds else ""
-        took = (f", projected {clock(known)} at JOBS=1" + (f" ({unknown})" if unknown else "") if known
-                else f" ({unknown})" if unknown else "")
-        return False, len(cells), f"{len(stale)} of {len(cells)} cells to run{took}"
+        took = f", projected {clock(known)} at JOBS=1" if known else ""
+        unknown = f" ({seconds.count(None)} without a rate)" if None in seconds else ""
+        return False, len(cells), f"{len(stale)} of {len(cells)} cells to run{took}{unknown}"
     why = current_outputs(target)
     return not why, len(cells), why
 

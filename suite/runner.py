@@ -10,6 +10,7 @@ one was saved for the same cells, and ends in an atomically written ``metrics.js
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -299,6 +300,15 @@ RATES = Path(__file__).resolve().parent.parent / "results" / "rates.csv"  # suit
 PROJECT_FROM_S, WARN_PAST_S = 60, 86400
 
 
+@functools.cache
+def committed_rates(rates: Path, mtime_ns: int) -> list[dict]:
+    """The rows of ``rates`` as they were at ``mtime_ns`` (read once per process: a dry run asks per cell)."""
+    import csv
+
+    with open(rates) as f:
+        return list(csv.DictReader(f))
+
+
 def rate_of(cfgs: list[DictConfig], rates: Path = RATES) -> tuple[int, int, float] | None:
     """(steps, members, member-steps/s) of these cells (one group): the speed committed runs of their
     task and model reached on this suite's machine in groups of the nearest size
@@ -307,12 +317,11 @@ def rate_of(cfgs: list[DictConfig], rates: Path = RATES) -> tuple[int, int, floa
     steps = OmegaConf.select(cfg, "task.steps")
     if not isinstance(steps, int | float) or not rates.is_file():
         return None
-    import csv
-
     members = sum(len(resolve_seeds(c.seeds)) for c in cfgs)
-    with open(rates) as f:  # the speed of the committed group size nearest this one's
-        known = [(abs(math.log(int(r["members"]) / members)), float(r["member_steps_per_s"]))
-                 for r in csv.DictReader(f) if (r["task"], r["model"]) == (cfg.task.name, cfg.model.name)]
+    # the speed of the committed group size nearest this one's
+    known = [(abs(math.log(int(r["members"]) / members)), float(r["member_steps_per_s"]))
+             for r in committed_rates(rates, rates.stat().st_mtime_ns)
+             if (r["task"], r["model"]) == (cfg.task.name, cfg.model.name)]
     return (steps, members, min(known)[1]) if known else None
 
 
@@ -332,17 +341,13 @@ def duration(seconds: float) -> str:
 def projection(cfgs: list[DictConfig], rates: Path = RATES, done: int = 0) -> str | None:
     """How long these cells (one group) will train (``projected_s``): a line from a minute on, a
     warning past a day; None below a minute or without a committed rate."""
-    known = rate_of(cfgs, rates)
-    if known is None:
+    seconds = projected_s(cfgs, rates, done)
+    if seconds is None or seconds < PROJECT_FROM_S:
         return None
-    steps, members, rate = known
-    steps -= done
-    seconds = steps * members / rate
+    steps, members, rate = rate_of(cfgs, rates)
     cfg = cfgs[0]
-    if seconds < PROJECT_FROM_S:
-        return None
-    line = (f"projected {duration(seconds)} here ({steps:,.0f} steps x {members} members at {rate:,.0f} member-steps/s, "
-            f"the speed of committed {cfg.task.name}/{cfg.model.name} runs; another machine differs)")
+    line = (f"projected {duration(seconds)} here ({steps - done:,.0f} steps x {members} members at {rate:,.0f} "
+            f"member-steps/s, the speed of committed {cfg.task.name}/{cfg.model.name} runs; another machine differs)")
     if seconds > WARN_PAST_S:
         line = f"warning: {line}; Ctrl-C stops it, and the same command resumes from its checkpoint"
     return line

@@ -11,9 +11,9 @@ import pandas as pd
 from nalu.scoring import wilson_interval
 from suite.tables import best_of_k
 from suite.tables.common import PRINTS_ZERO as ZERO
-from suite.tables.common import not_in_paper
 from suite.tables.common import (
-    choose_seed, fmt, load_cells, machines, paper, paper_float, quantiles, require, to_markdown, write_table,
+    choose_seed, fmt, load_cells, machines, not_in_paper, paper, paper_float, quantiles, require, to_markdown,
+    write_table,
 )
 from tasks.metrics import EXTRAPOLATION, INTERPOLATION
 

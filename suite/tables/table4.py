@@ -9,8 +9,7 @@ import numpy as np
 import pandas as pd
 
 from suite.tables.common import (
-    not_in_paper,
-    choose_seed, describe_encoder, fmt, load_cells, paper, quantiles, require, to_markdown, write_table,
+    choose_seed, describe_encoder, fmt, load_cells, not_in_paper, paper, quantiles, require, to_markdown, write_table,
 )
 from tasks.metrics import ACCURACY
 
