@@ -11,9 +11,13 @@ $(foreach v,JOBS TEST_JOBS,$(if $(shell echo '$($(v))' | grep -xE '[1-9][0-9]*')
 # DRY_RUN=1: every sweep only reports which of its cells are up to date, and no table is built
 # (scripts/reproduce_all.py asks each target this way)
 RUN := $(PY) -m suite.run
-# after its sweeps, a target writes its evidence (results/evidence/<name>.jsonl, one line per cell,
-# committed) and builds its tables and figures from that alone
-EVIDENCE := $(if $(filter 1 true yes,$(DRY_RUN)),: ,$(PY) -m suite.evidence)
+# a target's evidence name and sweep folders are its NAME and SWEPT (set per target below). Before its
+# sweeps, a target unpacks the unfinished state an earlier sitting carried in git (results/inflight/<NAME>
+# .tar.gz, written by make carry) and records its sweeps for make carry (suite/inflight.py)
+BEGIN = $(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.inflight begin $(NAME) $(SWEPT))
+# after them, it writes its evidence (results/evidence/<NAME>.jsonl, one line per cell, committed), drops
+# the carried state (the evidence holds it now) and builds its tables and figures from the evidence alone
+EVIDENCE = $(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(NAME) $(SWEPT) && $(PY) -m suite.inflight drop $(NAME))
 # then the claims' verdicts (results/claims.md, .csv, and README.md's block) from all the tables, and the
 # time each target took (results/timings.md, .csv, and README.md's block) from all the evidence
 TABLES = $(if $(filter 1 true yes,$(DRY_RUN)),: ,$(PY) -m suite.tables build $(1) && $(PY) -m suite.claims && $(PY) -m suite.timings)
@@ -31,7 +35,7 @@ $(if $(filter-out local slurm,$(LAUNCHER)),$(error LAUNCHER must be local or slu
 $(foreach v,TIME_MIN MEM_GB,$(if $($(v)),$(if $(shell echo '$($(v))' | grep -xE '[1-9][0-9]*'),,$(error $(v) must be a positive integer, got '$($(v))'))))
 SLURM_KEYS := $(foreach kv,PARTITION=partition ACCOUNT=account QOS=qos TIME_MIN=timeout_min MEM_GB=mem_gb,$(if $($(firstword $(subst =, ,$(kv)))),hydra.launcher.$(lastword $(subst =, ,$(kv)))=$($(firstword $(subst =, ,$(kv))))))
 LAUNCH := $(if $(filter slurm,$(LAUNCHER)),hydra/launcher=fused_slurm $(SLURM_KEYS),hydra/launcher=fused hydra.launcher.n_jobs=$(JOBS))
-SWEEP := $(if $(filter 1 true yes,$(DRY_RUN)),$(DRY),$(LAUNCH)) $(ON)
+SWEEP := $(if $(filter 1 true yes,$(DRY_RUN)),$(DRY) hydra/launcher=fused hydra.launcher.n_jobs=1,$(LAUNCH)) $(ON)
 export WANDB_MODE ?= offline
 # BUDGET=paper: Tables 1 and 3 at the literature's budgets (Table 1: 5,000,000 static steps, Madsen &
 # Johansen 2020, 2,000,000 recurrent, Hoedt et al. 2021; Table 3: 300,000, the paper's Appendix D):
@@ -87,7 +91,7 @@ BENCH_REFERENCE = $(if $(PAPER),$(wildcard results/evidence/units_paper.jsonl re
 BENCH_STATE_INIT = $(if $(UNIT),$(shell $(PY) -c "from nalu.units import resolve; print('identity' if hasattr(resolve('$(UNIT)'), 'init_identity_state') else 'random')" 2>/dev/null || echo random))
 BENCH_OUT ?= results/benchmarks
 
-.PHONY: help install data test test-slurm notebook bench benchmark-unit archive reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-protocol-search reproduce-units verify clean
+.PHONY: help install data test test-slurm notebook bench benchmark-unit archive carry reproduce-all reproduce-table1 reproduce-table2 reproduce-table3 reproduce-table4 reproduce-table5 reproduce-figure4 reproduce-figure5 reproduce-protocol-search reproduce-units verify clean
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -120,69 +124,92 @@ bench: install  ## print throughput figures (member-steps per second); DEVICE=cu
 reproduce-all: data  ## every target below in turn, skipping those up to date; a summary at the end (README.md's 'Time here' gives each target's time)
 	$(PY) scripts/reproduce_all.py --jobs $(JOBS) $(if $(filter 1 true yes,$(DRY_RUN)),--check)
 
+reproduce-table1: NAME = table1$(PAPER)$(V)
+reproduce-table1: SWEPT = multirun/table1_static$(PAPER)$(V) $(if $(HAS_RECURRENT),multirun/table1_recurrent$(PAPER)$(V))
 reproduce-table1: install  ## Table 1: static + recurrent arithmetic, 48 cells x 10 seeds -> results/table1.* (BUDGET=paper: table1_paper.*; VARIANT=seeds100: NAC and NALU with 100 seeds, table1_seeds100.*)
+	$(BEGIN)
 	$(RUN) -m +experiment=table1_static$(PAPER)$(V) $(SWEEP)
 	$(if $(HAS_RECURRENT),$(RUN) -m +experiment=table1_recurrent$(PAPER)$(V) $(SWEEP),:)
-	$(EVIDENCE) table1$(PAPER)$(V) multirun/table1_static$(PAPER)$(V) $(if $(HAS_RECURRENT),multirun/table1_recurrent$(PAPER)$(V))
-	$(call TABLES,table1$(PAPER)$(V))
+	$(EVIDENCE)
+	$(call TABLES,$(NAME))
 
+reproduce-table2: NAME = table2$(V)
+reproduce-table2: SWEPT = multirun/table2$(V)
 reproduce-table2: data  ## Table 2: MNIST counting + addition, 12 cells x 3 seeds -> results/table2.* (VARIANT=last: supervised after the last digit only; select100: NALU picked on length 100; mnist_example: the PyTorch MNIST example encoder; nalu_grid: the NALU core over gate bias x lr)
+	$(BEGIN)
 	$(if $(wildcard configs/experiment/table2$(V).yaml),$(RUN) -m +experiment=table2$(V) $(SWEEP))
 	$(if $(wildcard configs/experiment/table2_stacks$(V).yaml),$(RUN) -m +experiment=table2_stacks$(V) $(SWEEP))
-	$(EVIDENCE) table2$(V) multirun/table2$(V)
-	$(call TABLES,table2$(V))
+	$(EVIDENCE)
+	$(call TABLES,$(NAME))
 
+reproduce-table3: NAME = table3$(PAPER)$(V)
+reproduce-table3: SWEPT = multirun/table3$(PAPER)$(V)
 reproduce-table3: install  ## Table 3 + Figure 3: number words to number, 3 models x 4 grid points x 10 seeds -> results/table3.*, figure3.* (BUDGET=paper: 300k steps, table3_paper.*; BUDGET=paper VARIANT=grid: the whole grid at 300k; VARIANT=tf_init: TensorFlow's LSTM initialisation)
+	$(BEGIN)
 	$(RUN) -m +experiment=table3$(PAPER)$(V) $(SWEEP)
-	$(EVIDENCE) table3$(PAPER)$(V) multirun/table3$(PAPER)$(V)
-	$(call TABLES,table3$(PAPER)$(V))
+	$(EVIDENCE)
+	$(call TABLES,$(NAME))
 
+reproduce-table4: NAME = table4$(V)
+reproduce-table4: SWEPT = multirun/table4$(V)
 reproduce-table4: data  ## Table 4: counting even MNIST digits (Segui et al.), 7 final layers + Segui's softmax head x 5 seeds -> results/table4.* (VARIANT=parity: our 4-digit parity; long: 30,000 steps)
+	$(BEGIN)
 	$(RUN) -m +experiment=table4$(V) $(SWEEP)
-	$(EVIDENCE) table4$(V) multirun/table4$(V)
-	$(call TABLES,table4$(V))
+	$(EVIDENCE)
+	$(call TABLES,$(NAME))
 
+reproduce-table5: NAME = table5
+reproduce-table5: SWEPT = multirun/table5
 reproduce-table5: install  ## Table 5 + Figure 1: identity function, 17 models x 100 seeds -> results/table5.*, figure1.*
+	$(BEGIN)
 	$(RUN) -m +experiment=table5 $(SWEEP)
 	$(RUN) -m +experiment=table5_units $(SWEEP)
-	$(EVIDENCE) table5 multirun/table5
-	$(call TABLES,table5)
+	$(EVIDENCE)
+	$(call TABLES,$(NAME))
 
+reproduce-figure4: NAME = figure4$(V)
+reproduce-figure4: SWEPT = multirun/figure4$(V)
 reproduce-figure4: install  ## Figure 4: program evaluation, 7 models x 2 tasks x 3 seeds -> results/figure4.* (VARIANT=numbers: numeric tokens; builder: a recurrent NALU that can build numbers; builder_long: it at 100k steps; trained: 5x the steps, state 64, 10 seeds)
+	$(BEGIN)
 	$(RUN) -m +experiment=figure4$(V) $(SWEEP)
-	$(EVIDENCE) figure4$(V) multirun/figure4$(V)
-	$(call TABLES,figure4$(V))
+	$(EVIDENCE)
+	$(call TABLES,$(NAME))
 
+reproduce-figure5: NAME = figure5$(V)
+reproduce-figure5: SWEPT = multirun/figure5$(V)
 reproduce-figure5: install  ## Figure 5: grid-world time tracking, A3C and A3C + NAC x 3 seeds -> results/figure5.* (VARIANT=wirings: the NAC as the clock; late_zero: the paper's scoring, not arriving scores 0, 5 seeds run twice)
 	$(if $(filter slurm,$(LAUNCHER)),@echo "LAUNCHER=slurm: Figure 5's A3C runs on this machine (its workers are processes of one run)")
+	$(BEGIN)
 	$(RUN) -m +experiment=figure5$(V) hydra/launcher=basic $(DRY)
 	$(if $(wildcard configs/experiment/figure5$(V)_a3c.yaml),$(RUN) -m +experiment=figure5$(V)_a3c hydra/launcher=basic $(DRY))
-	$(EVIDENCE) figure5$(V) multirun/figure5$(V)
-	$(call TABLES,figure5$(V))
+	$(EVIDENCE)
+	$(call TABLES,$(NAME))
 
+reproduce-protocol-search: NAME = protocol_search$(V)
+reproduce-protocol-search: SWEPT = multirun/protocol_search$(V)
 reproduce-protocol-search: install  ## Table 1's protocol searched against the paper's baseline rows, blind to the NALU: 30 protocols x None, ReLU6, NAC x 6 functions x 3 seeds -> results/protocol_search.* (VARIANT=recurrent: 9 protocols x LSTM, ReLU RNN, protocol_search_recurrent.*)
+	$(BEGIN)
 	$(RUN) -m +experiment=protocol_search$(V) $(SWEEP)
-	$(EVIDENCE) protocol_search$(V) multirun/protocol_search$(V)
-	$(call TABLES,protocol_search$(V))
+	$(EVIDENCE)
+	$(call TABLES,$(NAME))
 
+reproduce-units: NAME = $(if $(PAPER),units_paper,units$(V))
+reproduce-units: SWEPT = $(if $(PAPER),multirun/units_paper,$(if $(V),multirun/units$(V),multirun/units multirun/units_long))
 reproduce-units: install  ## NAC, NALU, NAU, NMU, iNALU, NPU, RealNPU + baselines, 54 cells x 10 seeds, + 3 longer -> results/units.* (BUDGET=paper: units_paper.*; VARIANT=seeds100: 100 seeds per cell, units_seeds100.*; protocol1: the units under Table 1's first protocol of the search, units_protocol1.*; primer: the Primer benchmark's protocol, 9 ranges x 4 functions x 25 seeds, units_primer.*)
+	$(BEGIN)
 ifeq ($(BUDGET),paper)
 	$(RUN) -m +experiment=units_paper $(SWEEP)
-	$(EVIDENCE) units_paper multirun/units_paper
-	$(call TABLES,units_paper)
 else ifneq ($(VARIANT),)
 	$(RUN) -m +experiment=units$(V) $(SWEEP)
 	$(if $(wildcard configs/experiment/units$(V)_div.yaml),$(RUN) -m +experiment=units$(V)_div $(SWEEP))
-	$(EVIDENCE) units$(V) multirun/units$(V)
-	$(call TABLES,units$(V))
 else
 	$(RUN) -m +experiment=units $(SWEEP)
 	$(if $(filter slurm,$(LAUNCHER)),@echo "LAUNCHER=slurm: the three long unit cells run on this machine")
 	$(RUN) -m +experiment=units_long model=nmu task.op=mul task.steps=1500000 progress=false $(DRY) $(ON) $(if $(DRY),|| exit $$?;,&) nmu=$$!; trap 'kill $$nmu; wait $$nmu; exit 130' INT TERM; \
 	$(RUN) -m +experiment=units_long hydra/launcher=basic progress=false $(DRY) $(ON); rc=$$?; wait $$nmu && exit $$rc
-	$(EVIDENCE) units multirun/units multirun/units_long
-	$(call TABLES,units)
 endif
+	$(EVIDENCE)
+	$(call TABLES,$(NAME))
 
 benchmark-unit: install  ## a unit of your own (UNIT=<package.module>:<Class> or <file.py>:<Class>) on the units table's protocol, beside the suite's units -> results/benchmarks/<class>.{md,csv,png} (BENCH_OUT=<folder> elsewhere; PROTOCOL=primer: the Primer benchmark's, <class>_primer.*; TOLD=1: told the task's function, <class>_told*; BUDGET=paper: 5,000,000 steps, <class>_paper.*)
 	$(if $(UNIT),,$(error give UNIT=<package.module>:<Class>, e.g. make benchmark-unit UNIT=examples.units.clipped_adder:ClippedAdder))
@@ -214,6 +241,9 @@ verify: data  ## rerun TARGET's cells (or SAMPLE="model=nac") in a scratch copy 
 archive: install  ## pack TARGET's run folders (TARGET=table1_paper: its evidence name) into archives/<TARGET>.tar.gz with a sha256 manifest
 	$(if $(TARGET),,$(error give TARGET=<evidence name>, e.g. make archive TARGET=table1_paper))
 	$(PY) scripts/archive.py $(TARGET)
+
+carry: install  ## after stopping a long target's runs (Ctrl-C or kill -TERM saves their checkpoints): pack each unfinished target begun here into results/inflight/<name>.tar.gz, to commit; the target resumes from it on any machine (TARGET=<name>: that one)
+	$(PY) -m suite.inflight pack $(TARGET)
 
 clean:  ## remove run directories, checkpoints of unfinished runs included (not results/ and its evidence)
 	rm -rf runs multirun outputs wandb

@@ -95,7 +95,7 @@ def non_finite(node, path: str = "") -> tuple[str, float] | None:
 
 def check_values(cfg: DictConfig) -> None:
     """Refuse values no run can use, before any work: a number that is not finite anywhere,
-    budgets and sizes below 1, a learning rate that is not positive."""
+    budgets, sizes and group caps below 1, a learning rate that is not positive."""
     found = non_finite(OmegaConf.to_container(cfg, resolve=True))
     if found is not None:
         raise ConfigError(f"{found[0]} must be a finite number, got {found[1]}")
@@ -103,6 +103,9 @@ def check_values(cfg: DictConfig) -> None:
         value = cfg.task.get(key)
         if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
             raise ConfigError(f"task.{key} must be a positive integer, got {value!r}")
+    cap = cfg.get("group_cells")
+    if cap is not None and not (isinstance(cap, int) and not isinstance(cap, bool) and cap >= 1):
+        raise ConfigError(f"group_cells must be a positive integer (cells per fused group) or null, got {cap!r}")
     lr = cfg.get("optimizer", {}).get("lr")
     if lr is not None and not (isinstance(lr, int | float) and lr > 0):
         raise ConfigError(f"optimizer.lr must be a positive number, got {lr!r}")

@@ -35,7 +35,8 @@ from suite.provenance import CODE_TREE, ROOT, changed
 
 # config keys that do not change results: a cell made with other values of these is still valid
 NOT_HASHED = ("logger", "progress", "force", "threads", "name", "data_dir", "flush_denormal", "dry_run",
-              "checkpoint_every_s", "compile_wrapper")  # compile_wrapper: the same kernels (nalu.fast)
+              "checkpoint_every_s", "compile_wrapper", "group_cells")  # compile_wrapper: the same kernels
+# (nalu.fast); group_cells: which cells share a batched model, not what each member computes
 
 
 # keys added after cells were made, each with the value that computes what those cells computed:

@@ -113,8 +113,9 @@ def why_run(cfg: DictConfig, out_dir: Path, digest: str | None = None) -> str | 
     return "force=true" if cfg.force else out_of_date(out_dir, digest or config_hash(cfg), task_of(cfg).numerics)
 
 
-def prepare(cfg: DictConfig, out_dir: Path, overrides: str = "") -> Cell | None:
-    """Resolve and check ``cfg``; None if the cell is up to date (or this is a dry run)."""
+def prepare(cfg: DictConfig, out_dir: Path, overrides: str = "", group: list[DictConfig] | None = None) -> Cell | None:
+    """Resolve and check ``cfg``; None if the cell is up to date (or this is a dry run, where
+    ``group`` is the configs of the cells its group would train, the cell's among them)."""
     check_config(cfg)
     digest, numerics = config_hash(cfg), task_of(cfg).numerics
     reason = why_run(cfg, out_dir, digest)
@@ -122,9 +123,11 @@ def prepare(cfg: DictConfig, out_dir: Path, overrides: str = "") -> Cell | None:
     if cfg.get("dry_run"):
         note = code_note(out_dir) if reason is None else ""
         state = "up to date" if reason is None else "to run"
-        # a cell to run: its training time at the speed of committed groups of the nearest size
-        # (results/rates.csv; a cell fused with others goes at about that speed), from a minute on
-        seconds = projected_s([cfg]) if reason is not None else None
+        # a cell to run: its share of its group's training time at the speed of committed groups of
+        # the nearest size (results/rates.csv), said from a minute on
+        group = group or [cfg]
+        whole = projected_s(group) if reason is not None else None
+        seconds = whole / len(group) if whole is not None else None
         projected = f"projected {duration(seconds)} here" if seconds and seconds >= PROJECT_FROM_S else ""
         print(f"status: {state}: {name}{f' ({reason})' if reason else ''}{f'; {note or projected}' if note or projected else ''}",
               file=sys.stderr)
@@ -210,7 +213,9 @@ def run_cells(jobs: list[CellJob]) -> list[dict | None]:
     """Make every cell of ``jobs`` that is not up to date; together, as one batched model, where
     there are several (their task's ``run_group``; the fused launcher hands only cells of one
     ``group_key`` here). Returns each cell's metrics, None if skipped."""
-    cells = [prepare(*job) for job in jobs]
+    # a dry run projects each cell to run as its share of the group those cells would train as
+    group = [job.cfg for job in jobs if why_run(job.cfg, job.out_dir)] if jobs and jobs[0].cfg.get("dry_run") else None
+    cells = [prepare(*job, group=group) for job in jobs]
     todo = [c for c in cells if c is not None]
     if not todo:
         return [None] * len(jobs)

@@ -203,3 +203,78 @@ def test_cell_killed_mid_run_resumes_from_its_checkpoint(tmp_path, sig, uninterr
     assert killed["members"] == whole["members"]
     history = [(d / "history.csv").read_text() for d in (uninterrupted, tmp_path / "killed")]
     assert history[0] == history[1]
+
+
+def inflight(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "suite.inflight", *args, "--runs", "multirun", "--carried", "carried"],
+                          cwd=cwd, env=KILLED_ENV, capture_output=True, text=True, timeout=120, check=True)
+
+
+def test_a_run_stopped_here_and_carried_in_git_resumes_on_another_machine_to_the_uninterrupted_result(
+        tmp_path, uninterrupted):
+    """make's first step records the target's sweeps; the run is stopped (SIGTERM saves its
+    checkpoint); ``make carry`` packs what resumes it, a finished cell as its metrics only, never
+    locks; a fresh machine with that one file unpacks it, resumes from the step, ends with the
+    uninterrupted run's metrics, and the target's last step removes the carried file."""
+    import shutil
+    import tarfile
+
+    here, there = tmp_path / "here", tmp_path / "there"
+    sweep = here / "multirun" / "sw"
+    shutil.copytree(uninterrupted, sweep / "done")  # a cell that finished in an earlier sitting
+    inflight(here, "begin", "t", "multirun/sw")
+    command = [*KILLED_ARGS, "hydra.run.dir=multirun/sw/cell"]
+    p = subprocess.Popen(command, cwd=here, env=KILLED_ENV, stderr=subprocess.DEVNULL)
+    try:
+        wait_for((sweep / "cell" / "checkpoint.pt").exists, timeout=300)
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=300)
+    step = torch.load(sweep / "cell" / "checkpoint.pt", weights_only=False)["step"]
+    assert 0 < step < 6000
+    assert "wrote" in inflight(here, "pack").stderr
+    carried = here / "carried" / "t.tar.gz"
+    with tarfile.open(carried) as tar:
+        names = set(tar.getnames())
+        manifest = tar.extractfile("MANIFEST.sha256").read().decode()
+    assert {"sw/done/metrics.json", "sw/cell/checkpoint.pt", "sw/cell/history.csv", "sw/cell/sittings.json",
+            "sw/cell/.hydra/config.yaml"} <= names
+    assert not {n for n in names if n.endswith(".lock") or n.startswith("sw/done/") and n != "sw/done/metrics.json"}
+    assert len(manifest.splitlines()) == len(names) - 1
+
+    (there / "carried").mkdir(parents=True)
+    shutil.copy(carried, there / "carried")
+    assert "unpacked" in inflight(there, "begin", "t", "multirun/sw").stderr
+    again = subprocess.run(command, cwd=there, env=KILLED_ENV, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert f"resumed from step {step:,}" in again.stderr
+    whole, resumed = (json.loads((d / "metrics.json").read_text()) for d in (uninterrupted, there / "multirun/sw/cell"))
+    assert resumed["members"] == whole["members"]
+    assert (there / "multirun/sw/done/metrics.json").read_bytes() == (uninterrupted / "metrics.json").read_bytes()
+    assert "nothing unfinished" in inflight(there, "pack", "t").stderr  # both cells are finished there
+
+    kept = inflight(there, "begin", "t", "multirun/sw").stderr  # begun twice: nothing overwritten
+    assert "unpacked 0 files" in kept and "already here kept" in kept
+    assert "removed" in inflight(there, "drop", "t").stderr
+    assert not (there / "carried" / "t.tar.gz").exists() and not (there / "multirun/.inflight/t").exists()
+
+
+def test_carry_refuses_while_a_cell_trains_and_names_the_targets_begun_here(tmp_path):
+    """A cell whose lock a process holds is training: packing it now would carry a state that is
+    about to change, so nothing is written; a target not begun here is named with those that were."""
+    import fcntl
+
+    cell = tmp_path / "multirun" / "sw" / "cell"
+    cell.mkdir(parents=True)
+    (cell / "history.csv").write_text("step\n")
+    inflight(tmp_path, "begin", "t", "multirun/sw")
+    with open(cell / ".lock", "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        p = subprocess.run([sys.executable, "-m", "suite.inflight", "pack", "--runs", "multirun", "--carried", "carried"],
+                           cwd=tmp_path, env=KILLED_ENV, capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and "is training now" in p.stderr and "nothing written" in p.stderr
+    assert not (tmp_path / "carried").exists()
+    p = subprocess.run([sys.executable, "-m", "suite.inflight", "pack", "u", "--runs", "multirun", "--carried", "carried"],
+                       cwd=tmp_path, env=KILLED_ENV, capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and p.stderr.strip() == ("error: u was not begun here (no multirun/.inflight/u); "
+                                                      "begun: t; nothing written")

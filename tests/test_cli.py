@@ -186,6 +186,25 @@ def test_a_dry_run_says_how_long_a_long_cell_would_train_and_hands_the_seconds_o
     assert [r["projected_s"] for r in map(json.loads, status.read_text().splitlines())] == [seconds] * 2 + [little] * 2
 
 
+def test_a_dry_run_projects_a_fused_cell_as_its_share_of_the_group_it_would_train_in(workdir):
+    """The fused launcher trains the cells to run of a group as one model, whose speed is that of
+    committed groups of that size: each cell is projected as its share of the group's time."""
+    from suite.runner import projected_s
+
+    from .conftest import compose
+
+    status = workdir / "status.jsonl"
+    long = ["model=nac", "task.steps=2000000", "seeds=10"]
+    p = subprocess.run([sys.executable, *RUN, "-m", *long, "task.op=add,mul", "name=long", "dry_run=true",
+                        "progress=false", "hydra/launcher=fused", "hydra.launcher.n_jobs=1"], cwd=workdir,
+                       env={**os.environ, "NALU_STATUS_FILE": str(status)}, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    group = [compose([*long, f"task.op={op}"]) for op in ("add", "mul")]
+    share = projected_s(group) / 2
+    assert [r["projected_s"] for r in map(json.loads, status.read_text().splitlines())] == [share] * 2
+    assert share != projected_s(group[:1])  # 20 members go at another committed speed than 10
+
+
 def test_code_digest_ignores_comments_and_docstrings_but_not_code(tmp_path):
     from suite.provenance import source_digest
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import re
+
 import pytest
 import torch
 from hydra import compose as hydra_compose
@@ -101,7 +103,7 @@ SWEEPS = {"table1": (["table1_static", "table1_recurrent"], "48 cells x 10 seeds
 @pytest.mark.parametrize("target", SWEEPS)
 def test_make_help_says_how_many_cells_and_seeds_a_target_sweeps(target):
     experiments, said, cells, seeds = SWEEPS[target]
-    help_line = next(line for line in MAKEFILE.splitlines() if line.startswith(f"reproduce-{target}:"))
+    help_line = next(line for line in MAKEFILE.splitlines() if line.startswith(f"reproduce-{target}:") and "## " in line)
     assert said in help_line, help_line
     sweeps = [sweep(e) for e in experiments]
     assert sum(len(c) for c, _ in sweeps) == cells
@@ -220,3 +222,23 @@ def test_make_benchmark_unit_protocol_tasks_runs_each_papers_sweep_with_the_unit
     assert "suite.tables places" in p.stdout
     told = make("-n", "benchmark-unit", "UNIT=examples.units.dmu:DMU", "PROTOCOL=tasks", "TOLD=1")
     assert told.returncode != 0 and "PROTOCOL=tasks has tasks without one" in told.stderr
+
+
+@pytest.mark.parametrize("goal,settings", [
+    ("reproduce-table1", []), ("reproduce-table1", ["BUDGET=paper", "VARIANT=protocol1"]),
+    ("reproduce-table2", ["VARIANT=nalu_grid"]), ("reproduce-table3", ["BUDGET=paper", "VARIANT=grid"]),
+    ("reproduce-table4", ["VARIANT=long"]), ("reproduce-table5", []), ("reproduce-figure4", ["VARIANT=trained"]),
+    ("reproduce-figure5", ["VARIANT=late_zero"]), ("reproduce-protocol-search", []), ("reproduce-units", []),
+    ("reproduce-units", ["BUDGET=paper"]), ("reproduce-units", ["VARIANT=primer"])])
+def test_a_target_begins_and_ends_its_carried_state_under_its_evidence_name_and_sweeps(goal, settings):
+    """make carry packs what a target's first step recorded: the same name and sweep folders that
+    its evidence is written from, and every sweep it runs among them; the last step drops it."""
+    p = make("-n", goal, *settings)
+    assert p.returncode == 0, p.stderr
+    (begin,) = re.findall(r"-m suite\.inflight begin (\S+) (.+)", p.stdout)
+    (evidence,) = re.findall(r"-m suite\.evidence (\S+) (.+?)\s*&& \S+ -m suite\.inflight drop (\S+)", p.stdout)
+    name, swept = begin[0], begin[1].split()
+    assert (evidence[0], evidence[1].split(), evidence[2]) == (name, swept, name)
+    assert p.stdout.index("suite.inflight begin") < p.stdout.index("suite.run")
+    for experiment in re.findall(r"\+experiment=(\S+)", p.stdout):  # each sweeps into multirun/<its name>
+        assert f"multirun/{compose([f'+experiment={experiment}']).name}" in swept, experiment

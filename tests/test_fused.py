@@ -70,6 +70,24 @@ def test_fused_sweep_gives_each_cell_its_own_outputs(workdir):
         assert f"op: {m['op']}" in (folder / ".hydra" / "config.yaml").read_text()
 
 
+def test_a_group_cap_cuts_a_long_group_into_groups_that_train_as_the_whole_one(workdir):
+    """``group_cells=2``: three NAC cells that would fuse train as two groups (so two cores share
+    them), the same cells with the same numbers; a cap below 1 is refused before any cell runs."""
+    args = RUN + ["model=nac", "task.op=add,sub,mul", "hydra/launcher=fused", "hydra.launcher.n_jobs=1"] + TINY_ARITHMETIC
+    assert "3 cells in 2 groups" in cli(args + ["name=capped", "group_cells=2"], workdir).stdout
+    assert "3 cells in 1 groups" in cli(args + ["name=whole"], workdir).stdout
+    capped, whole = cells(workdir / "multirun/capped"), cells(workdir / "multirun/whole")
+    assert capped["static/mul/nac"]["fused_with"] == [] and len(whole["static/mul/nac"]["fused_with"]) == 2
+    for name, m in whole.items():
+        assert capped[name]["config_hash"] == m["config_hash"]
+        for a, b in zip(capped[name]["members"], m["members"], strict=True):
+            assert a["best_step"] == b["best_step"]
+            assert all(math.isclose(a["best"][k], v, rel_tol=1e-4, abs_tol=1e-9) for k, v in b["best"].items())
+    p = cli(args + ["name=bad", "group_cells=0"], workdir, check=False)
+    assert p.returncode != 0 and "group_cells must be a positive integer (cells per fused group) or null, got 0" in p.stderr
+    assert not (workdir / "multirun/bad").exists() or not any((workdir / "multirun/bad").glob("*/metrics.json"))
+
+
 def test_fused_sweep_is_repeatable(workdir):
     args = RUN + ["model=nalu", "task.op=add,div", "hydra/launcher=fused"] + TINY_ARITHMETIC + ["train_step=compiled"]
     cli(args + ["name=one"], workdir)

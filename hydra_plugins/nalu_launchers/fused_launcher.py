@@ -129,9 +129,10 @@ class FusedLauncher(Launcher):
         self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
 
     def groups(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[list[Job]]:
-        """The jobs, grouped by ``group_key`` in order of first appearance, once every cell has
-        passed ``suite.config.validate`` (a bad value refuses the sweep before any cell runs). Each
-        job carries its values of the keys the sweep varies, for messages."""
+        """The jobs, grouped by ``group_key`` in order of first appearance and cut into groups of at
+        most ``group_cells`` cells where the config sets it, once every cell has passed
+        ``suite.config.validate`` (a bad value refuses the sweep before any cell runs). Each job
+        carries its values of the keys the sweep varies, for messages."""
         from nalu.errors import ConfigError, exit_with
         from suite import runner
         from suite.config import validate
@@ -149,7 +150,8 @@ class FusedLauncher(Launcher):
         except ConfigError as e:
             runner.SWEEP_REFUSED = True  # the sweeper puts the sweep folder back as it was
             exit_with(e)
-        return list(by_key.values())
+        cap = cfgs[0].get("group_cells") if cfgs else None
+        return [group[i:i + (cap or len(group))] for group in by_key.values() for i in range(0, len(group), cap or len(group))]
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         setup_globals()

@@ -1,0 +1,191 @@
+"""A target's unfinished run state, carried in git from one sitting to the next.
+
+    python -m suite.inflight begin <name> <sweep dir> [<sweep dir> ...]   # make runs it first
+    python -m suite.inflight pack [<name> ...]                             # make carry
+    python -m suite.inflight drop <name>                                   # make runs it last
+
+A paper-budget target can take longer than a sitting, and the next sitting may be another
+machine that has only the repository. ``pack`` writes, for each target begun here and not yet
+finished (or the ``names`` given), ``results/inflight/<name>.tar.gz``: of each finished cell its
+``metrics.json`` only (the evidence to come), of each unfinished cell what resumes it (the
+group's ``checkpoint.pt`` and ``sittings.json``, each cell's ``history.csv``, ``run.log`` and
+Hydra config), never wandb files or locks; ``MANIFEST.sha256`` at its top. One file per target,
+replaced by each ``pack``, so git holds one copy at a time in the working tree.
+
+``begin`` (the first step of every make target) records the target's sweep folders under
+``multirun/.inflight/<name>`` and, where ``results/inflight/<name>.tar.gz`` exists, unpacks it
+into the sweep folders' parent: files already here, and the files of a cell finished here, are
+kept (this machine's own, at least as new), so a target begun twice unpacks nothing twice. The runner then finds the finished
+cells complete and resumes each unfinished group from its checkpoint. ``drop`` (after the
+target's evidence is written) deletes both: what was carried is in the evidence now.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import os
+import sys
+import tarfile
+from pathlib import Path
+
+from suite.io import read_json, write_text_atomic
+
+ROOT = Path(__file__).resolve().parent.parent
+CARRIED = ROOT / "results" / "inflight"
+RUNS = ROOT / "multirun"
+SKIPPED_DIRS = {"wandb", ".hydra.next"}
+SKIPPED_FILES = {".lock"}
+CELL_FILES = ("history.csv", "metrics.json", "checkpoint.pt")
+
+
+def record_of(name: str, runs: Path) -> Path:
+    return runs / ".inflight" / name
+
+
+def begin(name: str, sweeps: list[Path], runs: Path = RUNS, carried: Path = CARRIED) -> tuple[int, int]:
+    """Record ``sweeps`` as ``name``'s and unpack its carried state into ``runs``; (files written,
+    files kept because they were here)."""
+    write_text_atomic(record_of(name, runs), "".join(f"{Path(s).resolve().relative_to(runs.resolve())}\n"
+                                                      for s in sweeps))
+    archive = carried / f"{name}.tar.gz"
+    if not archive.is_file():
+        return 0, 0
+    written = kept = 0
+    with tarfile.open(archive) as tar:
+        members = [m for m in tar.getmembers() if m.isfile() and m.name != "MANIFEST.sha256"]
+        cells = {Path(m.name).parent for m in members if Path(m.name).name in CELL_FILES}
+        for member in members:
+            target = runs / member.name
+            if not target.resolve().is_relative_to(runs.resolve()):
+                raise SystemExit(f"error: {archive} holds {member.name}, outside {runs}; nothing more unpacked")
+            cell = next(c for c in cells if Path(member.name).is_relative_to(c))
+            if target.exists() or finished(runs / cell):  # this machine's own, at least as new
+                kept += 1
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{target.name}.tmp")
+            tmp.write_bytes(tar.extractfile(member).read())
+            os.replace(tmp, target)
+            written += 1
+    return written, kept
+
+
+def finished(cell: Path) -> bool:
+    metrics = read_json(cell / "metrics.json")
+    return bool(metrics and metrics.get("complete"))
+
+
+def carried_files(sweep: Path) -> list[Path]:
+    """What resumes ``sweep`` elsewhere: of each cell (a folder with a ``history.csv``,
+    ``metrics.json`` or ``checkpoint.pt``), finished, its ``metrics.json``; unfinished, its files
+    and its ``.hydra/`` (no wandb files, locks or temporaries)."""
+    files = []
+    for cell in sorted({p.parent for name in CELL_FILES for p in sweep.rglob(name)}):
+        if finished(cell):
+            files.append(cell / "metrics.json")
+            continue
+        files += [p for p in sorted(cell.rglob("*")) if p.is_file() and p.name not in SKIPPED_FILES
+                  and not p.name.endswith(".tmp") and not SKIPPED_DIRS & set(p.relative_to(cell).parts)]
+    return files
+
+
+def in_training(folder: Path) -> bool:
+    """Whether a process holds ``folder``'s cell lock (``suite.runner.cell_lock``) now."""
+    import fcntl
+
+    if not (folder / ".lock").is_file():
+        return False
+    with open(folder / ".lock", "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(f, fcntl.LOCK_UN)
+    return False
+
+
+def unfinished(files: list[Path]) -> bool:
+    return any(p.name != "metrics.json" for p in files)
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def pack(name: str, runs: Path = RUNS, carried: Path = CARRIED) -> Path | None:
+    """Write ``<carried>/<name>.tar.gz`` from the sweeps ``begin`` recorded; None (and nothing
+    written) when none of them has an unfinished cell."""
+    record = record_of(name, runs)
+    if not record.is_file():
+        raise SystemExit(f"error: {name} was not begun here (no {record}); begun: "
+                         f"{', '.join(begun(runs)) or 'none'}; nothing written")
+    files = [f for s in record.read_text().split() for f in carried_files(runs / s) if (runs / s).is_dir()]
+    if training := sorted({f.parent for f in files if in_training(f.parent)}):
+        raise SystemExit(f"error: {training[0]} is training now; stop its run first (SIGTERM or Ctrl-C saves "
+                         f"its checkpoint), then pack again; {name}: nothing written")
+    if not unfinished(files):
+        return None
+    blobs = {f.relative_to(runs).as_posix(): f.read_bytes() for f in files}
+    manifest = "".join(f"{sha256(b)}  {arc}\n" for arc, b in blobs.items()).encode()
+    carried.mkdir(parents=True, exist_ok=True)
+    target, tmp = carried / f"{name}.tar.gz", carried / f".{name}.tar.gz.tmp"
+    with tarfile.open(tmp, "w:gz") as tar:
+        for arc, data in [("MANIFEST.sha256", manifest), *blobs.items()]:
+            info = tarfile.TarInfo(arc)
+            info.size, info.mode = len(data), 0o644  # no owner, time or permissions of this machine
+            tar.addfile(info, io.BytesIO(data))
+    tmp.replace(target)
+    return target
+
+
+def begun(runs: Path = RUNS) -> list[str]:
+    folder = runs / ".inflight"
+    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+
+def drop(name: str, runs: Path = RUNS, carried: Path = CARRIED) -> bool:
+    """Forget ``name``'s record and its carried state; True where a carried file was removed."""
+    record_of(name, runs).unlink(missing_ok=True)
+    archive = carried / f"{name}.tar.gz"
+    there = archive.is_file()
+    archive.unlink(missing_ok=True)
+    return there
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m suite.inflight", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("action", choices=["begin", "pack", "drop"])
+    p.add_argument("name", nargs="?", help="the target's evidence name (table1_paper_protocol1, ...)")
+    p.add_argument("sweeps", type=Path, nargs="*", help="begin: the target's sweep folders (multirun/<sweep>)")
+    p.add_argument("--runs", type=Path, default=RUNS)
+    p.add_argument("--carried", type=Path, default=CARRIED)
+    a = p.parse_args(argv)
+    if a.action != "pack" and not a.name:
+        p.error(f"{a.action} needs the target's name")
+    if a.action == "begin":
+        if not a.sweeps:
+            p.error("begin needs the target's sweep folders")
+        written, kept = begin(a.name, a.sweeps, a.runs, a.carried)
+        if written or kept:
+            print(f"{a.name}: unpacked {written} files of {a.carried / a.name}.tar.gz into {a.runs}"
+                  f"{f' ({kept} already here kept)' if kept else ''}", file=sys.stderr)
+    elif a.action == "drop":
+        if drop(a.name, a.runs, a.carried):
+            print(f"{a.name}: its evidence is written; removed {a.carried / a.name}.tar.gz "
+                  "(commit the removal)", file=sys.stderr)
+    else:
+        names = [a.name] if a.name else begun(a.runs)
+        for name in names:
+            path = pack(name, a.runs, a.carried)
+            print(f"{name}: " + (f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB; commit it)" if path
+                                 else "nothing unfinished to carry"), file=sys.stderr)
+        if not names:
+            print(f"no target was begun here (none under {a.runs / '.inflight'}); nothing to carry",
+                  file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
