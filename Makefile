@@ -13,8 +13,9 @@ $(foreach v,JOBS TEST_JOBS,$(if $(shell echo '$($(v))' | grep -xE '[1-9][0-9]*')
 RUN := $(PY) -m suite.run
 # a target's evidence name and sweep folders are its NAME and SWEPT (set per target below). Before its
 # sweeps, a target unpacks the unfinished state an earlier sitting carried in git (results/inflight/<NAME>
-# .tar.gz, written by make carry) and records its sweeps for make carry (suite/inflight.py)
-BEGIN = $(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.inflight begin $(NAME) $(SWEPT))
+# .tar.gz, written by make carry) and records its sweeps for make carry (suite/inflight.py); a dry run
+# only says what that file carries
+BEGIN = $(PY) -m suite.inflight $(if $(filter 1 true yes,$(DRY_RUN)),status $(NAME),begin $(NAME) $(SWEPT))
 # after them, it writes its evidence (results/evidence/<NAME>.jsonl, one line per cell, committed), drops
 # the carried state (the evidence holds it now) and builds its tables and figures from the evidence alone
 EVIDENCE = $(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(NAME) $(SWEPT) && $(PY) -m suite.inflight drop $(NAME))

@@ -3,6 +3,7 @@
     python -m suite.inflight begin <name> <sweep dir> [<sweep dir> ...]   # make runs it first
     python -m suite.inflight pack [<name> ...]                             # make carry
     python -m suite.inflight drop <name>                                   # make runs it last
+    python -m suite.inflight status <name>                                 # a dry run's line
 
 A paper-budget target can take longer than a sitting, and the next sitting may be another
 machine that has only the repository. ``pack`` writes, for each target begun here and not yet
@@ -145,6 +146,24 @@ def begun(runs: Path = RUNS) -> list[str]:
     return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
 
 
+def status(name: str, carried: Path = CARRIED) -> str | None:
+    """What ``<carried>/<name>.tar.gz`` holds, in a line (a dry run says it: its cells' status is
+    this machine's, before unpacking); None where nothing is carried."""
+    archive = carried / f"{name}.tar.gz"
+    if not archive.is_file():
+        return None
+    import torch
+
+    with tarfile.open(archive) as tar:
+        names = [Path(m.name) for m in tar.getmembers() if m.isfile()]
+        steps = [torch.load(io.BytesIO(tar.extractfile(m).read()), weights_only=False).get("step", 0)
+                 for m in tar.getmembers() if Path(m.name).name == "checkpoint.pt"]
+    done = sum(n.name == "metrics.json" for n in names)
+    at = f" (at step {', '.join(f'{s:,}' for s in sorted(steps))})" if steps else ""
+    return (f"{name}: {os.path.relpath(archive)} carries {done} finished cells and {len(steps)} groups' checkpoints{at}; the target unpacks it "
+            "and goes on from there")
+
+
 def drop(name: str, runs: Path = RUNS, carried: Path = CARRIED) -> bool:
     """Forget ``name``'s record and its carried state; True where a carried file was removed."""
     record_of(name, runs).unlink(missing_ok=True)
@@ -157,7 +176,7 @@ def drop(name: str, runs: Path = RUNS, carried: Path = CARRIED) -> bool:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m suite.inflight", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("action", choices=["begin", "pack", "drop"])
+    p.add_argument("action", choices=["begin", "pack", "drop", "status"])
     p.add_argument("name", nargs="?", help="the target's evidence name (table1_paper_protocol1, ...)")
     p.add_argument("sweeps", type=Path, nargs="*", help="begin: the target's sweep folders (multirun/<sweep>)")
     p.add_argument("--runs", type=Path, default=RUNS)
@@ -172,6 +191,9 @@ def main(argv: list[str] | None = None) -> None:
         if written or kept:
             print(f"{a.name}: unpacked {written} files of {a.carried / a.name}.tar.gz into {a.runs}"
                   f"{f' ({kept} already here kept)' if kept else ''}", file=sys.stderr)
+    elif a.action == "status":
+        if line := status(a.name, a.carried):
+            print(line, file=sys.stderr)
     elif a.action == "drop":
         if drop(a.name, a.runs, a.carried):
             print(f"{a.name}: its evidence is written; removed {a.carried / a.name}.tar.gz "

@@ -244,6 +244,10 @@ def test_a_run_stopped_here_and_carried_in_git_resumes_on_another_machine_to_the
 
     (there / "carried").mkdir(parents=True)
     shutil.copy(carried, there / "carried")
+    said = inflight(there, "status", "t").stderr.strip()  # what a dry run says there, before unpacking
+    assert said == (f"t: carried/t.tar.gz carries 1 finished cells and 1 groups' checkpoints (at step {step:,}); "
+                    "the target unpacks it and goes on from there")
+    assert not (there / "multirun").exists()
     assert "unpacked" in inflight(there, "begin", "t", "multirun/sw").stderr
     again = subprocess.run(command, cwd=there, env=KILLED_ENV, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
