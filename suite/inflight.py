@@ -16,9 +16,10 @@ replaced by each ``pack``, so git holds one copy at a time in the working tree.
 ``begin`` (the first step of every make target) records the target's sweep folders under
 ``multirun/.inflight/<name>`` and, where ``results/inflight/<name>.tar.gz`` exists, unpacks it
 into the sweep folders' parent: files already here, and the files of a cell finished here, are
-kept (this machine's own, at least as new), so a target begun twice unpacks nothing twice. The runner then finds the finished
-cells complete and resumes each unfinished group from its checkpoint. ``drop`` (after the
-target's evidence is written) deletes both: what was carried is in the evidence now.
+kept (this machine's own, at least as new), so a target begun twice unpacks nothing twice. The
+runner then finds the finished cells complete and resumes each unfinished group from its
+checkpoint. ``drop`` (after the target's evidence is written) deletes both: what was carried is
+in the evidence now. ``status`` says what the carried file holds (a dry run's line).
 """
 
 from __future__ import annotations
@@ -160,8 +161,8 @@ def status(name: str, carried: Path = CARRIED) -> str | None:
                  for m in tar.getmembers() if Path(m.name).name == "checkpoint.pt"]
     done = sum(n.name == "metrics.json" for n in names)
     at = f" (at step {', '.join(f'{s:,}' for s in sorted(steps))})" if steps else ""
-    return (f"{name}: {os.path.relpath(archive)} carries {done} finished cells and {len(steps)} groups' checkpoints{at}; the target unpacks it "
-            "and goes on from there")
+    return (f"{name}: {os.path.relpath(archive)} carries {done} finished cells and {len(steps)} groups' "
+            f"checkpoints{at}; the target unpacks it and goes on from there")
 
 
 def drop(name: str, runs: Path = RUNS, carried: Path = CARRIED) -> bool:

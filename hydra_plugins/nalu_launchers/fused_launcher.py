@@ -150,8 +150,8 @@ class FusedLauncher(Launcher):
         except ConfigError as e:
             runner.SWEEP_REFUSED = True  # the sweeper puts the sweep folder back as it was
             exit_with(e)
-        cap = cfgs[0].get("group_cells") if cfgs else None
-        return [group[i:i + (cap or len(group))] for group in by_key.values() for i in range(0, len(group), cap or len(group))]
+        cap = (cfgs[0].get("group_cells") if cfgs else None) or len(job_overrides)
+        return [group[i:i + cap] for group in by_key.values() for i in range(0, len(group), cap)]
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         setup_globals()
