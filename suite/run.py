@@ -4,9 +4,10 @@ One Hydra job trains one *cell* (a task, a model, and every other config value) 
 seeds at once, and writes ``<run dir>/metrics.json`` atomically. It knows nothing task-specific:
 the ``tasks.Task`` its task config names (``task.entry``) does the work and returns a JSON-able
 dict. The pieces, by idea: this entry and its command-line checks; the config, its resolvers and
-refusals (``suite.config``); the runner (``suite.runner``); the record, what a cell's
-``metrics.json`` holds and when it is up to date (``suite.record``), and the committed evidence
-built from it (``suite.evidence``).
+refusals (``suite.config``); the runner (``suite.runner``) and its time projections
+(``suite.projection``); the record, what a cell's ``metrics.json`` holds and when it is up to
+date (``suite.record``), the committed evidence built from it (``suite.evidence``) and the state
+a target carries between sittings (``suite.inflight``).
 
 A sweep (``-m``) writes each cell to ``multirun/<name>/<overrides>/``; rerunning the same sweep
 skips every cell whose ``metrics.json`` is complete and was made by the same config at its task's

@@ -10,7 +10,6 @@ one was saved for the same cells, and ends in an atomically written ``metrics.js
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import math
@@ -31,10 +30,11 @@ from omegaconf import DictConfig, OmegaConf
 from nalu import device as devices
 from nalu.errors import ConfigError, exit_with
 from nalu.train import Checkpoint, Stopped
-from suite.config import PENDING, cell_name, cells_text, check_config, resolve_seeds, task_of
+from suite.config import PENDING, cell_name, cells_text, check_config, task_of
 from suite.io import read_json, write_json_atomic
 from suite.loggers import RunLogger
 from suite.machine import environment
+from suite.projection import projection, share
 from suite.provenance import imported, snapshot
 from suite.record import code_note, config_hash, git_state, out_of_date, with_solved_at
 from tasks.metrics import EXTRAPOLATION
@@ -123,12 +123,7 @@ def prepare(cfg: DictConfig, out_dir: Path, overrides: str = "", group: list[Dic
     if cfg.get("dry_run"):
         note = code_note(out_dir) if reason is None else ""
         state = "up to date" if reason is None else "to run"
-        # a cell to run: its share of its group's training time at the speed of committed groups of
-        # the nearest size (results/rates.csv), said from a minute on
-        group = group or [cfg]
-        whole = projected_s(group) if reason is not None else None
-        seconds = whole / len(group) if whole is not None else None
-        projected = f"projected {duration(seconds)} here" if seconds and seconds >= PROJECT_FROM_S else ""
+        seconds, projected = share(group or [cfg]) if reason is not None else (None, "")
         print(f"status: {state}: {name}{f' ({reason})' if reason else ''}{f'; {note or projected}' if note or projected else ''}",
               file=sys.stderr)
         if os.environ.get(STATUS_FILE):  # the same, as data (scripts/reproduce_all.py)
@@ -299,63 +294,6 @@ def train(todo: list[Cell], task, code: dict) -> dict[int, dict]:
     checkpoint.remove()
     (todo[0].out_dir / "sittings.json").unlink(missing_ok=True)
     return made
-
-
-RATES = Path(__file__).resolve().parent.parent / "results" / "rates.csv"  # suite.timings writes it
-PROJECT_FROM_S, WARN_PAST_S = 60, 86400
-
-
-@functools.cache
-def committed_rates(rates: Path, mtime_ns: int) -> list[dict]:
-    """The rows of ``rates`` as they were at ``mtime_ns`` (read once per process: a dry run asks per cell)."""
-    import csv
-
-    with open(rates) as f:
-        return list(csv.DictReader(f))
-
-
-def rate_of(cfgs: list[DictConfig], rates: Path = RATES) -> tuple[int, int, float] | None:
-    """(steps, members, member-steps/s) of these cells (one group): the speed committed runs of their
-    task and model reached on this suite's machine in groups of the nearest size
-    (``results/rates.csv``); None without a committed rate or a step count."""
-    cfg = cfgs[0]
-    steps = OmegaConf.select(cfg, "task.steps")
-    if not isinstance(steps, int | float) or not rates.is_file():
-        return None
-    members = sum(len(resolve_seeds(c.seeds)) for c in cfgs)
-    # the speed of the committed group size nearest this one's
-    known = [(abs(math.log(int(r["members"]) / members)), float(r["member_steps_per_s"]))
-             for r in committed_rates(rates, rates.stat().st_mtime_ns)
-             if (r["task"], r["model"]) == (cfg.task.name, cfg.model.name)]
-    return (steps, members, min(known)[1]) if known else None
-
-
-def projected_s(cfgs: list[DictConfig], rates: Path = RATES, done: int = 0) -> float | None:
-    """The seconds these cells (one group) will train (``rate_of``); ``done``: the steps a resumed
-    run has behind it."""
-    known = rate_of(cfgs, rates)
-    return None if known is None else (known[0] - done) * known[1] / known[2]
-
-
-def duration(seconds: float) -> str:
-    """``36 min``, ``1.5 h``, ``12 days``."""
-    return (f"{seconds / 60:.0f} min" if seconds < 3600 else f"{seconds / 3600:.1f} h" if seconds < 3 * 86400
-            else f"{seconds / 86400:,.0f} days")
-
-
-def projection(cfgs: list[DictConfig], rates: Path = RATES, done: int = 0) -> str | None:
-    """How long these cells (one group) will train (``projected_s``): a line from a minute on, a
-    warning past a day; None below a minute or without a committed rate."""
-    seconds = projected_s(cfgs, rates, done)
-    if seconds is None or seconds < PROJECT_FROM_S:
-        return None
-    steps, members, rate = rate_of(cfgs, rates)
-    cfg = cfgs[0]
-    line = (f"projected {duration(seconds)} here ({steps - done:,.0f} steps x {members} members at {rate:,.0f} "
-            f"member-steps/s, the speed of committed {cfg.task.name}/{cfg.model.name} runs; another machine differs)")
-    if seconds > WARN_PAST_S:
-        line = f"warning: {line}; Ctrl-C stops it, and the same command resumes from its checkpoint"
-    return line
 
 
 # the signals that stop a run cleanly: SIGTERM (``kill``, ``scancel``, SLURM's end of a job) and

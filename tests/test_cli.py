@@ -163,7 +163,7 @@ def test_a_dry_run_says_how_long_a_long_cell_would_train_and_hands_the_seconds_o
     nearest size): a cell of a minute or more gets its projection on its status line, and every
     cell to run its seconds in the status file that ``make reproduce-all DRY_RUN=1`` sums; a
     cell under a minute gets no projection on its line."""
-    from suite.runner import projected_s
+    from suite.projection import projected_s
 
     from .conftest import compose
 
@@ -189,7 +189,7 @@ def test_a_dry_run_says_how_long_a_long_cell_would_train_and_hands_the_seconds_o
 def test_a_dry_run_projects_a_fused_cell_as_its_share_of_the_group_it_would_train_in(workdir):
     """The fused launcher trains the cells to run of a group as one model, whose speed is that of
     committed groups of that size: each cell is projected as its share of the group's time."""
-    from suite.runner import projected_s
+    from suite.projection import projected_s
 
     from .conftest import compose
 

@@ -89,7 +89,7 @@ def test_rates_are_member_steps_per_second_of_one_sitting_groups_per_group_size(
 
 
 def test_a_run_is_projected_from_the_nearest_group_size_and_warned_past_a_day(tmp_path):
-    from suite.runner import projection
+    from suite.projection import projection
 
     from .conftest import compose
 
