@@ -155,7 +155,7 @@ class Checkpoint:
         except Exception:  # torn or foreign: a run from scratch
             return None, "unreadable"
         if not (isinstance(state, dict) and state.get("key") == self.key):
-            return None, "saved for another config or numerics version"
+            return None, "saved for another run (another config, numerics version or group of cells)"
         return state, None
 
     def load(self) -> dict | None:

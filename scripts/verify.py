@@ -32,12 +32,13 @@ def copy_tree(scratch: Path) -> None:
     """This tree's files (tracked, or new and not ignored) into ``scratch`` (times kept, so make sees
     ``.venv`` as built), the committed evidence included (a target's rerun overwrites its own, and
     a target that reads another's, units_paper or figure5_wirings, reads it); ``.venv`` and ``data``
-    linked, not copied. A scratch kept from an earlier rerun (``--scratch``) is refreshed: its
+    linked, not copied; not a target's carried state (``results/inflight/``: its cells would be
+    resumed, not rerun). A scratch kept from an earlier rerun (``--scratch``) is refreshed: its
     cells that are up to date are not trained again."""
     files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     for name in filter(None, files.split("\0")):
         src = ROOT / name
-        if not src.is_file():
+        if not src.is_file() or name.startswith("results/inflight/"):  # a rerun trains every cell itself
             continue
         (scratch / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src, scratch / name)

@@ -15,11 +15,13 @@ replaced by each ``pack``, so git holds one copy at a time in the working tree.
 
 ``begin`` (the first step of every make target) records the target's sweep folders under
 ``multirun/.inflight/<name>`` and, where ``results/inflight/<name>.tar.gz`` exists, unpacks it
-into the sweep folders' parent: files already here, and the files of a cell finished here, are
-kept (this machine's own, at least as new), so a target begun twice unpacks nothing twice. The
+into the sweep folders' parent cell by cell: a cell finished here stays, and of two unfinished
+states the one whose curve reaches the later step wins whole (``newer``), so a target begun twice
+unpacks nothing twice and one that goes from machine A to B and back resumes from B's state. The
 runner then finds the finished cells complete and resumes each unfinished group from its
-checkpoint. ``drop`` (after the target's evidence is written) deletes both: what was carried is
-in the evidence now. ``status`` says what the carried file holds (a dry run's line).
+checkpoint. ``drop`` (after the target's evidence is written) deletes both once no cell of the
+recorded sweeps is unfinished: what was carried is in the evidence now. ``status`` says what the
+carried file holds (a dry run's line).
 """
 
 from __future__ import annotations
@@ -47,48 +49,87 @@ def record_of(name: str, runs: Path) -> Path:
 
 
 def begin(name: str, sweeps: list[Path], runs: Path = RUNS, carried: Path = CARRIED) -> tuple[int, int]:
-    """Record ``sweeps`` as ``name``'s and unpack its carried state into ``runs``; (files written,
-    files kept because they were here)."""
+    """Record ``sweeps`` as ``name``'s and unpack its carried state into ``runs``, cell by cell
+    (``newer``); (cells taken from the file, cells kept as they are here)."""
     write_text_atomic(record_of(name, runs), "".join(f"{Path(s).resolve().relative_to(runs.resolve())}\n"
                                                       for s in sweeps))
     archive = carried / f"{name}.tar.gz"
     if not archive.is_file():
         return 0, 0
-    written = kept = 0
+    taken = kept = 0
     with tarfile.open(archive) as tar:
         members = [m for m in tar.getmembers() if m.isfile() and m.name != "MANIFEST.sha256"]
-        cells = {Path(m.name).parent for m in members if Path(m.name).name in CELL_FILES}
-        for member in members:
-            target = runs / member.name
-            if not target.resolve().is_relative_to(runs.resolve()):
-                raise SystemExit(f"error: {archive} holds {member.name}, outside {runs}; nothing more unpacked")
-            cell = next(c for c in cells if Path(member.name).is_relative_to(c))
-            if target.exists() or finished(runs / cell):  # this machine's own, at least as new
-                kept += 1
-                continue
+        for m in members:
+            if not (runs / m.name).resolve().is_relative_to(runs.resolve()):
+                raise SystemExit(f"error: {archive} holds {m.name}, outside {runs}; nothing unpacked")
+        by_cell: dict[Path, dict[str, bytes]] = {}
+        for m in members:  # a cell's files lie in its folder or in its .hydra/
+            cell = Path(m.name).parent
+            cell = cell.parent if cell.name == ".hydra" else cell
+            by_cell.setdefault(cell, {})[Path(m.name).relative_to(cell).as_posix()] = tar.extractfile(m).read()
+    for cell, files in sorted(by_cell.items()):
+        here = runs / cell
+        if not newer(files, here):
+            kept += 1
+            continue
+        for old in [p for p in here.rglob("*") if p.is_file() and p.name not in SKIPPED_FILES] if here.is_dir() else []:
+            old.unlink()  # the cell as the file has it, nothing of this machine's older state beside it
+        for rel, data in files.items():
+            target = here / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_name(f".{target.name}.tmp")
-            tmp.write_bytes(tar.extractfile(member).read())
+            tmp.write_bytes(data)
             os.replace(tmp, target)
-            written += 1
-    return written, kept
+        taken += 1
+    return taken, kept
+
+
+def last_step(history: bytes | None) -> int:
+    """The step of a ``history.csv``'s last row (``step`` its first column); -1 for none."""
+    lines = (history or b"").rstrip().splitlines()
+    try:
+        return int(float(lines[-1].split(b",")[0])) if len(lines) > 1 else -1
+    except ValueError:
+        return -1
+
+
+def newer(files: dict[str, bytes], here: Path) -> bool:
+    """Whether a cell as carried (``files``, by path in the cell) is ahead of the cell ``here``: a
+    cell finished here stays; a cell finished in the file replaces an unfinished one here; of two
+    unfinished states the one whose curve reaches the later step wins (here on a tie), so a
+    target that goes from machine A to B and back to A resumes from B's state, not A's older one."""
+    if finished(here):
+        return False
+    if set(files) == {"metrics.json"}:
+        return True
+    local = here / "history.csv"
+    return last_step(files.get("history.csv")) > last_step(local.read_bytes() if local.is_file() else None)
 
 
 def finished(cell: Path) -> bool:
+    """A cell whose ``metrics.json`` is complete and not being made again: no checkpoint or sittings
+    beside it, and no curve written after it (a cell retrained for a new config or numerics
+    version keeps its old ``metrics.json`` until the new one is written)."""
     metrics = read_json(cell / "metrics.json")
-    return bool(metrics and metrics.get("complete"))
+    if not (metrics and metrics.get("complete")):
+        return False
+    if (cell / "checkpoint.pt").exists() or (cell / "sittings.json").exists():
+        return False
+    history = cell / "history.csv"
+    return not history.is_file() or history.stat().st_mtime_ns <= (cell / "metrics.json").stat().st_mtime_ns
 
 
 def carried_files(sweep: Path) -> list[Path]:
     """What resumes ``sweep`` elsewhere: of each cell (a folder with a ``history.csv``,
     ``metrics.json`` or ``checkpoint.pt``), finished, its ``metrics.json``; unfinished, its files
-    and its ``.hydra/`` (no wandb files, locks or temporaries)."""
+    and its ``.hydra/`` but an older ``metrics.json`` (no wandb files, locks or temporaries)."""
     files = []
     for cell in sorted({p.parent for name in CELL_FILES for p in sweep.rglob(name)}):
         if finished(cell):
             files.append(cell / "metrics.json")
             continue
         files += [p for p in sorted(cell.rglob("*")) if p.is_file() and p.name not in SKIPPED_FILES
+                  and p.relative_to(cell).as_posix() != "metrics.json"
                   and not p.name.endswith(".tmp") and not SKIPPED_DIRS & set(p.relative_to(cell).parts)]
     return files
 
@@ -165,13 +206,19 @@ def status(name: str, carried: Path = CARRIED) -> str | None:
             f"checkpoints{at}; the target unpacks it and goes on from there")
 
 
-def drop(name: str, runs: Path = RUNS, carried: Path = CARRIED) -> bool:
-    """Forget ``name``'s record and its carried state; True where a carried file was removed."""
-    record_of(name, runs).unlink(missing_ok=True)
-    archive = carried / f"{name}.tar.gz"
-    there = archive.is_file()
-    archive.unlink(missing_ok=True)
-    return there
+def drop(name: str, runs: Path = RUNS, carried: Path = CARRIED) -> str:
+    """Forget ``name``'s record and its carried state once every cell of its recorded sweeps is
+    finished (its evidence is written then); what was done, in a line ("" where nothing was)."""
+    record, archive = record_of(name, runs), carried / f"{name}.tar.gz"
+    sweeps = record.read_text().split() if record.is_file() else []
+    if unfinished([f for s in sweeps if (runs / s).is_dir() for f in carried_files(runs / s)]):
+        return (f"{name}: cells of its sweeps are unfinished (a SAMPLE ran part of them?); "
+                f"{os.path.relpath(archive) if archive.is_file() else 'its record'} kept")
+    record.unlink(missing_ok=True)
+    if not archive.is_file():
+        return ""
+    archive.unlink()
+    return f"{name}: its evidence is written; removed {os.path.relpath(archive)} (commit the removal)"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -188,17 +235,17 @@ def main(argv: list[str] | None = None) -> None:
     if a.action == "begin":
         if not a.sweeps:
             p.error("begin needs the target's sweep folders")
-        written, kept = begin(a.name, a.sweeps, a.runs, a.carried)
-        if written or kept:
-            print(f"{a.name}: unpacked {written} files of {a.carried / a.name}.tar.gz into {a.runs}"
-                  f"{f' ({kept} already here kept)' if kept else ''}", file=sys.stderr)
+        taken, kept = begin(a.name, a.sweeps, a.runs, a.carried)
+        if taken or kept:
+            kept_line = f", {kept} kept as they are here (finished here, or further along)" if kept else ""
+            print(f"{a.name}: {taken} cells unpacked from {os.path.relpath(a.carried / a.name)}.tar.gz into "
+                  f"{os.path.relpath(a.runs)}{kept_line}", file=sys.stderr)
     elif a.action == "status":
         if line := status(a.name, a.carried):
             print(line, file=sys.stderr)
     elif a.action == "drop":
-        if drop(a.name, a.runs, a.carried):
-            print(f"{a.name}: its evidence is written; removed {a.carried / a.name}.tar.gz "
-                  "(commit the removal)", file=sys.stderr)
+        if line := drop(a.name, a.runs, a.carried):
+            print(line, file=sys.stderr)
     else:
         names = [a.name] if a.name else begun(a.runs)
         for name in names:

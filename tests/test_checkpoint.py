@@ -248,7 +248,7 @@ def test_a_run_stopped_here_and_carried_in_git_resumes_on_another_machine_to_the
     assert said == (f"t: carried/t.tar.gz carries 1 finished cells and 1 groups' checkpoints (at step {step:,}); "
                     "the target unpacks it and goes on from there")
     assert not (there / "multirun").exists()
-    assert "unpacked" in inflight(there, "begin", "t", "multirun/sw").stderr
+    assert "2 cells unpacked" in inflight(there, "begin", "t", "multirun/sw").stderr
     again = subprocess.run(command, cwd=there, env=KILLED_ENV, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
     assert f"resumed from step {step:,}" in again.stderr
@@ -258,7 +258,7 @@ def test_a_run_stopped_here_and_carried_in_git_resumes_on_another_machine_to_the
     assert "nothing unfinished" in inflight(there, "pack", "t").stderr  # both cells are finished there
 
     kept = inflight(there, "begin", "t", "multirun/sw").stderr  # begun twice: nothing overwritten
-    assert "unpacked 0 files" in kept and "already here kept" in kept
+    assert "0 cells unpacked" in kept and "2 kept as they are here" in kept
     assert "removed" in inflight(there, "drop", "t").stderr
     assert not (there / "carried" / "t.tar.gz").exists() and not (there / "multirun/.inflight/t").exists()
 

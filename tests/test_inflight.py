@@ -1,0 +1,106 @@
+"""The state a target carries between sittings (suite/inflight.py), cell by cell: which side of a
+merge wins, what counts as finished, when the carried file may go. The end-to-end run (stopped
+here, carried, resumed elsewhere to the uninterrupted result) is in tests/test_checkpoint.py."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tarfile
+import time
+from pathlib import Path
+
+from suite import inflight
+
+
+def cell(folder: Path, last_step: int | None = None, metrics: bool = False, checkpoint: bytes | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    if last_step is not None:
+        rows = "".join(f"{s},0,loss,0.5\n" for s in range(0, last_step + 1, 100))
+        (folder / "history.csv").write_text("step,seed,metric,value\n" + rows)
+    if checkpoint is not None:
+        (folder / "checkpoint.pt").write_bytes(checkpoint)
+        (folder / "sittings.json").write_text("{}")
+    if metrics:
+        time.sleep(0.01)  # written after the curve, as the runner does
+        (folder / "metrics.json").write_text(json.dumps({"complete": True}))
+    return folder
+
+
+def carried(tmp: Path, files: dict[str, bytes]) -> Path:
+    """A carried file of target ``t`` holding ``files`` (paths under the runs folder)."""
+    (tmp / "carried").mkdir(exist_ok=True)
+    with tarfile.open(tmp / "carried" / "t.tar.gz", "w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return tmp / "carried"
+
+
+def test_an_unfinished_cell_further_along_in_the_file_replaces_this_machines_older_state_whole(tmp_path):
+    """Machine A was cut off before its first checkpoint (a curve to step 100, no checkpoint);
+    B's carried state reached step 300: A resumes from B's, with B's curve, not A's beside it."""
+    runs = tmp_path / "multirun"
+    here = cell(runs / "sw" / "c", last_step=100)
+    (here / "run.log").write_text("A's log")
+    files = {"sw/c/history.csv": b"step,seed,metric,value\n300,0,loss,0.1\n", "sw/c/checkpoint.pt": b"B",
+             "sw/c/sittings.json": b"{}", "sw/c/.hydra/config.yaml": b"op: add\n"}
+    assert inflight.begin("t", [runs / "sw"], runs, carried(tmp_path, files)) == (1, 0)
+    assert (here / "checkpoint.pt").read_bytes() == b"B" and (here / "history.csv").read_bytes().endswith(b"300,0,loss,0.1\n")
+    assert not (here / "run.log").exists()  # nothing of A's older state beside B's
+    assert (here / ".hydra" / "config.yaml").read_text() == "op: add\n"
+
+
+def test_this_machines_state_stays_where_it_is_further_along_or_finished(tmp_path):
+    runs = tmp_path / "multirun"
+    ahead = cell(runs / "sw" / "ahead", last_step=500, checkpoint=b"here")
+    done = cell(runs / "sw" / "done", last_step=900, metrics=True)
+    files = {"sw/ahead/history.csv": b"step,seed,metric,value\n200,0,loss,0.1\n", "sw/ahead/checkpoint.pt": b"file",
+             "sw/done/history.csv": b"step,seed,metric,value\n300,0,loss,0.1\n", "sw/done/checkpoint.pt": b"file"}
+    before = {p: p.read_bytes() for p in (ahead / "checkpoint.pt", done / "metrics.json")}
+    assert inflight.begin("t", [runs / "sw"], runs, carried(tmp_path, files)) == (0, 2)
+    assert {p: p.read_bytes() for p in before} == before and not (done / "checkpoint.pt").exists()
+
+
+def test_a_cell_retrained_over_its_old_metrics_is_carried_as_unfinished_without_them(tmp_path):
+    """A cell made again (a new numerics version, force=true) keeps its old complete metrics.json
+    until the new one is written: its checkpoint, or a curve newer than the metrics, says it is
+    unfinished, and its old metrics do not travel (elsewhere they would read as finished)."""
+    runs = tmp_path / "multirun"
+    first = cell(runs / "sw" / "first", metrics=True)
+    cell(first, last_step=200, checkpoint=b"ckpt")  # the group's first cell: its checkpoint beside old metrics
+    mate = cell(runs / "sw" / "mate", metrics=True)
+    time.sleep(0.01)
+    cell(mate, last_step=200)  # a group-mate: its curve rewritten after its old metrics
+    assert not inflight.finished(first) and not inflight.finished(mate)
+    names = {p.relative_to(runs).as_posix() for p in inflight.carried_files(runs / "sw")}
+    assert names == {"sw/first/checkpoint.pt", "sw/first/sittings.json", "sw/first/history.csv", "sw/mate/history.csv"}
+
+
+def test_the_carried_file_goes_only_when_no_cell_of_the_target_is_unfinished(tmp_path):
+    runs, out = tmp_path / "multirun", tmp_path / "carried"
+    cell(runs / "sw" / "a", last_step=100, metrics=True)
+    cell(runs / "sw" / "b", last_step=100, checkpoint=b"ckpt")
+    inflight.begin("t", [runs / "sw"], runs, out)
+    assert inflight.pack("t", runs, out) is not None
+    said = inflight.drop("t", runs, out)  # a SAMPLE ran part of the target: b is still unfinished
+    assert "unfinished" in said and (out / "t.tar.gz").is_file() and inflight.begun(runs) == ["t"]
+    os.remove(runs / "sw" / "b" / "checkpoint.pt")
+    os.remove(runs / "sw" / "b" / "sittings.json")
+    cell(runs / "sw" / "b", metrics=True)
+    assert "removed" in inflight.drop("t", runs, out)
+    assert not (out / "t.tar.gz").exists() and inflight.begun(runs) == []
+
+
+def test_a_carried_file_naming_a_path_outside_the_runs_folder_unpacks_nothing(tmp_path):
+    runs = tmp_path / "multirun"
+    files = {"sw/c/history.csv": b"step\n100\n", "../escape.txt": b"x"}
+    try:
+        inflight.begin("t", [runs / "sw"], runs, carried(tmp_path, files))
+    except SystemExit as e:
+        assert "outside" in str(e) and "nothing unpacked" in str(e)
+    else:
+        raise AssertionError("unpacked a path outside the runs folder")
+    assert not (runs / "sw" / "c").exists() and not (tmp_path / "escape.txt").exists()
