@@ -192,14 +192,15 @@ def test_a_refused_sweep_says_each_reason_once_and_leaves_its_folder_as_it_found
 
 def test_sigterm_to_the_sweep_alone_stops_its_worker_processes_with_a_checkpoint(workdir):
     """``kill <pid>`` of a fused sweep whose groups train in two worker processes: each worker
-    saves its checkpoint and stops, and the sweep exits 143; none trains on, orphaned."""
+    saves its checkpoint and stops (the first to stop does not end the pool under the other), the
+    group still waiting for a worker never starts, and the sweep exits 143; none trains on, orphaned."""
     import os
     import signal
     import subprocess
     import sys
     import time
 
-    args = RUN + ["model=nac,nalu", "task.op=add", "name=killed", "hydra/launcher=fused", "hydra.launcher.n_jobs=2",
+    args = RUN + ["model=nac,nalu,nmu", "task.op=add", "name=killed", "hydra/launcher=fused", "hydra.launcher.n_jobs=2",
                   "task.steps=200000", "task.eval_every=1000", "checkpoint_every_s=0.5", "seeds=2",
                   "train_step=autograd", "progress=false", "task.test_samples=200", "task.extrapolation_samples=20",
                   "task.reference.members=4"]
@@ -213,3 +214,4 @@ def test_sigterm_to_the_sweep_alone_stops_its_worker_processes_with_a_checkpoint
     _, err = p.communicate(timeout=300)
     assert p.returncode == 128 + signal.SIGTERM, err[-2000:]
     assert err.count("stopped by SIGTERM at step") == 2, err[-2000:]
+    assert len(list(sweep.glob("*/checkpoint.pt"))) == 2 and not list(sweep.glob("model=nmu*/history.csv"))

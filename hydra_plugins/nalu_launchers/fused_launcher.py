@@ -26,7 +26,7 @@ import signal
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
@@ -168,9 +168,15 @@ class FusedLauncher(Launcher):
         elif self.n_jobs > 1 and len(groups) > 1:
             from joblib import Parallel, delayed
 
-            with terminating_workers():
-                results = Parallel(n_jobs=self.n_jobs, backend="loky")(
-                    delayed(execute_group)(self.hydra_context, g, state) for g in groups)
+            # one group per free worker, none once a stop signal came (pre_dispatch: the generator
+            # is read as workers free up); a stopped group returns GroupStopped, so the others are
+            # waited for, each saving its checkpoint, before the sweep exits with the signal's status
+            with terminating_workers() as stopping:
+                results = Parallel(n_jobs=self.n_jobs, backend="loky", pre_dispatch="n_jobs")(
+                    delayed(stoppable_group)(self.hydra_context, g, state) for g in groups if not stopping)
+            stops = [r.status for r in results if isinstance(r, GroupStopped)]
+            if stops or len(results) < len(groups):  # stopped, or stopped before every group started
+                raise SystemExit(stops[0] if stops else 128 + stopping[0])
         else:
             results = [execute_group(self.hydra_context, g, state) for g in groups]
         by_idx = {idx: ret for group, rets in zip(groups, results, strict=True)
@@ -271,16 +277,39 @@ def last_line(path: Path, error: Exception) -> str:
     return errors[-1] if errors else (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
+class GroupStopped(NamedTuple):
+    """What a group stopped by a signal returns from a worker process: the status to exit with."""
+
+    status: int
+
+
+def stoppable_group(hydra_context: HydraContext, jobs: list[Job],
+                    singleton_state: dict) -> list[JobReturn] | GroupStopped:
+    """``execute_group`` in a worker process, a stop by SIGTERM or SIGUSR2 (its checkpoint saved,
+    ``suite.runner.stopped``) returned as ``GroupStopped`` rather than raised: raised, it would end
+    the pool at once, killing the other workers before they have saved theirs."""
+    try:
+        return execute_group(hydra_context, jobs, singleton_state)
+    except SystemExit as e:
+        if e.code in (128 + signal.SIGTERM, 128 + signal.SIGUSR2):
+            return GroupStopped(e.code)
+        raise
+
+
 @contextmanager
-def terminating_workers() -> Iterator[None]:
+def terminating_workers() -> Iterator[list[int]]:
     """While groups train in joblib's loky processes, SIGTERM sent to this process alone (``kill``,
     a supervisor) is passed on to them: each saves a checkpoint at its step and stops
-    (``suite.runner.stop_signals``), their ``SystemExit`` ends the sweep with status 143, and no
-    worker trains on, orphaned, holding its cells. (Ctrl-C reaches them already: the terminal
+    (``suite.runner.stop_signals``; ``stoppable_group``), no further group starts, and the sweep
+    exits with status 143 once every worker has saved: none trains on, orphaned, holding its cells.
+    Yields the list that holds the signal once one came. (Ctrl-C reaches them already: the terminal
     signals the whole process group.)"""
     from joblib.externals.loky import reusable_executor
 
+    stopping: list[int] = []  # the signal once one came: no group starts after it
+
     def forward(signum: int, frame: object) -> None:
+        stopping.append(signum)
         executor = reusable_executor._executor
         for pid in list(executor._processes) if executor is not None else []:
             try:
@@ -291,9 +320,9 @@ def terminating_workers() -> Iterator[None]:
     try:
         previous = signal.signal(signal.SIGTERM, forward)
     except ValueError:  # not the main thread
-        yield
+        yield stopping
         return
     try:
-        yield
+        yield stopping
     finally:
         signal.signal(signal.SIGTERM, previous)
