@@ -9,6 +9,11 @@ one, by folder. Every table, figure and claim is built from these files alone
 (``suite.tables``), so the run folders (curves, checkpoints, wandb files) stay out of git.
 A cell made before cells recorded ``solved_at`` gets it here from its own ``history.csv``.
 
+A line stores its ``members`` by column (``columns``): one list per field, in member order, where
+``metrics.json`` has one record per member. It is the same record without the field names repeated
+for every seed (a 100-seed file is half the size), and ``load`` gives back the records exactly,
+field order and all. A file of the older form, ``members`` as a list, loads as it did.
+
 ``--restore`` does the reverse, for a machine that has the evidence but not the run folders (a
 fresh clone, the next sitting of a sweep spread over several): it writes each cell's
 ``metrics.json`` back into ``multirun/<run>/`` where none is there, so that the runner finds the
@@ -53,8 +58,27 @@ def collect(*sweeps: Path) -> list[dict]:
     return cells
 
 
+def columns(records: list) -> list | dict:
+    """Records to columns, level by level: a list of dicts that have the same keys in the same
+    order (one key at least) becomes a dict of those keys, each the columns of its values; anything
+    else (numbers, ``None``, dicts whose keys differ) stays the list it is. ``rows`` undoes it."""
+    if records and all(isinstance(r, dict) and r and list(r) == list(records[0]) for r in records):
+        return {k: columns([r[k] for r in records]) for k in records[0]}
+    return records
+
+
+def rows(column: list | dict) -> list:
+    """``columns``' inverse: a list is a column of values as they are; a dict zips its keys' columns."""
+    if isinstance(column, list):
+        return column
+    keys, values = list(column), [rows(c) for c in column.values()]
+    return [dict(zip(keys, vs)) for vs in zip(*values)]
+
+
 def dumps(cells: list[dict]) -> str:
-    return "".join(json.dumps(c, separators=(",", ":"), allow_nan=True) + "\n" for c in cells)
+    """One line per cell, its members by column."""
+    return "".join(json.dumps({k: columns(v) if k == "members" and v else v for k, v in c.items()},
+                              separators=(",", ":"), allow_nan=True) + "\n" for c in cells)
 
 
 def write(name: str, sweeps: list[Path], out: Path = EVIDENCE_DIR) -> Path:
@@ -96,12 +120,15 @@ def load(*files: Path) -> list[dict]:
             if not line.strip():
                 continue
             try:
-                cells.append(json.loads(line))
+                cell = json.loads(line)
             except json.JSONDecodeError as e:  # a torn or hand-edited file: name it, build nothing from it
                 from nalu.errors import ConfigError
 
                 raise ConfigError(f"{f}, line {n}, is not JSON ({e.msg}); `git checkout {f}` restores the "
                                   "committed one, or its make target writes it again") from None
+            if isinstance(cell.get("members"), dict):
+                cell["members"] = rows(cell["members"])
+            cells.append(cell)
     return cells
 
 

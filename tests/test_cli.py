@@ -260,9 +260,9 @@ def test_tiny_table1_end_to_end(workdir):
     assert (ran.seeds == 2).all() and {"median", "oracle", "solved", "diverged", "paper"} <= set(df.columns)
     # each row from its cell's evidence, by hand: the seed with the lowest validation MSE is the
     # chosen one, its scaled score 100 * MSE / the random reference's; the oracle the best on the range
-    import json
+    from suite.evidence import load
 
-    evidence = [json.loads(line) for line in (workdir / "evidence" / "table1.jsonl").read_text().splitlines()]
+    evidence = load(workdir / "evidence" / "table1.jsonl")
     for _, row in ran.iterrows():
         (cell,) = [c for c in evidence if c["model"] == row.model and c["label"] == row.function
                    and c["task"].startswith(row.task)]

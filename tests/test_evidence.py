@@ -87,6 +87,36 @@ def test_evidence_is_the_cells_metrics_in_order_with_solved_at_from_their_histor
     assert load(path) == cells
 
 
+def test_members_stored_by_column_load_back_exactly_field_order_and_all(tmp_path):
+    """Columns only where every member has the same fields in the same order: an empty field, a
+    field one member lacks, a NaN and a single member all come back as they were."""
+    members = [{"seed": s, "best": {"validation": 0.5 * s, "extrapolation": float("nan")}, "horizon": {},
+                "curve": [s, s + 1], "solved_at": None} for s in range(3)]
+    members[1]["best"] = {"extrapolation": 1.0, "validation": 2.0}  # same keys, another order: stays records
+    cells = [{"run": "a", "members": members}, {"run": "b", "members": [{"seed": 7, "x": {"y": 1}}]},
+             {"run": "c", "members": []}, {"run": "d", "members": [{"seed": 0}, {"seed": 1, "extra": 2}]}]
+    text = dumps(cells)
+    first = json.loads(text.splitlines()[0])["members"]
+    assert first["seed"] == [0, 1, 2] and first["horizon"] == [{}, {}, {}] and isinstance(first["best"], list)
+    assert json.loads(text.splitlines()[1])["members"] == {"seed": [7], "x": {"y": [1]}}
+    assert isinstance(json.loads(text.splitlines()[3])["members"], list)
+    path = tmp_path / "e.jsonl"
+    path.write_text(text)
+    assert json.dumps(load(path)) == json.dumps(cells)  # NaN != NaN: compare the text, order included
+
+
+def test_no_tracked_file_is_over_five_megabytes():
+    """The repository stays a clone away: the largest committed record (100 seeds a cell) fits."""
+    import subprocess
+
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout")
+    files = [ROOT / f for f in listed.stdout.split("\0") if f and (ROOT / f).is_file()]
+    assert len(files) > 100
+    assert [f.name for f in files if f.stat().st_size > 5_000_000] == []
+
+
 def test_evidence_refuses_to_write_from_no_cells(tmp_path):
     p = cli(["-m", "suite.evidence", "table1", str(tmp_path / "absent"), "--out", str(tmp_path / "ev")], tmp_path,
             check=False)
