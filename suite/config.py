@@ -11,6 +11,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from nalu import device as devices
 from nalu.errors import ConfigError
+from suite.provenance import ROOT
 from tasks import Task
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
@@ -106,6 +107,9 @@ def check_values(cfg: DictConfig) -> None:
     cap = cfg.get("group_cells")
     if cap is not None and not (isinstance(cap, int) and not isinstance(cap, bool) and cap >= 1):
         raise ConfigError(f"group_cells must be a positive integer (cells per fused group) or null, got {cap!r}")
+    reuse = cfg.get("reuse")
+    if reuse is not None and not (isinstance(reuse, str) and (ROOT / reuse).is_dir()):
+        raise ConfigError(f"reuse must be a folder of evidence files (results/evidence) or null, got {reuse!r}")
     lr = cfg.get("optimizer", {}).get("lr")
     if lr is not None and not (isinstance(lr, int | float) and lr > 0):
         raise ConfigError(f"optimizer.lr must be a positive number, got {lr!r}")

@@ -14,6 +14,10 @@ A line stores its ``members`` by column (``columns``): one list per field, in me
 for every seed (a 100-seed file is half the size), and ``load`` gives back the records exactly,
 field order and all. A file of the older form, ``members`` as a list, loads as it did.
 
+A cell asked for anew whose identical twin (same hashed config, same numerics version) is in a
+committed evidence file is not trained again: the runner copies its record, with ``reused_from``
+naming where it came from (``identical``; ``reuse=null`` trains it anyway).
+
 ``--restore`` does the reverse, for a machine that has the evidence but not the run folders (a
 fresh clone, the next sitting of a sweep spread over several): it writes each cell's
 ``metrics.json`` back into ``multirun/<run>/`` where none is there, so that the runner finds the
@@ -24,6 +28,7 @@ the cells still missing. The curves are not restored: they were never committed.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
@@ -107,6 +112,27 @@ def restore(name: str, runs: Path, evidence: Path = EVIDENCE_DIR) -> list[Path]:
             write_json_atomic(target, {k: v for k, v in cell.items() if k != "run"})
             written.append(target)
     return written
+
+
+@functools.lru_cache(maxsize=4)
+def identical_index(evidence: Path = EVIDENCE_DIR) -> dict[tuple[str, int], tuple[str, dict]]:
+    """(config hash, numerics version) -> (evidence file's stem, cell) for every committed cell."""
+    index = {}
+    for f in sorted(Path(evidence).glob("*.jsonl")):
+        for cell in load(f):
+            if cell.get("complete") and "config_hash" in cell:
+                index.setdefault((cell["config_hash"], cell.get("numerics")), (f.stem, cell))
+    return index
+
+
+def identical(digest: str, numerics: int, evidence: Path = EVIDENCE_DIR) -> tuple[str, dict] | None:
+    """A committed cell made with the same hashed config and numerics version as ``digest`` (so the
+    same numbers, ``suite.record``), as (where: ``<evidence stem>: <run>``, its record); None if none."""
+    found = identical_index(Path(evidence)).get((digest, numerics))
+    if found is None:
+        return None
+    stem, cell = found
+    return f"{stem}: {cell['run']}", {k: v for k, v in cell.items() if k != "run"}
 
 
 def load(*files: Path) -> list[dict]:

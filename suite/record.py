@@ -35,8 +35,9 @@ from suite.provenance import CODE_TREE, ROOT, changed
 
 # config keys that do not change results: a cell made with other values of these is still valid
 NOT_HASHED = ("logger", "progress", "force", "threads", "name", "data_dir", "flush_denormal", "dry_run",
-              "checkpoint_every_s", "compile_wrapper", "group_cells")  # compile_wrapper: the same kernels
-# (nalu.fast); group_cells: which cells share a batched model, not what each member computes
+              "checkpoint_every_s", "compile_wrapper", "group_cells", "reuse")  # compile_wrapper: the same kernels
+# (nalu.fast); group_cells: which cells share a batched model, not what each member computes;
+# reuse: whether an identical committed cell is copied (suite.evidence.identical) or trained again
 
 
 # keys added after cells were made, each with the value that computes what those cells computed:

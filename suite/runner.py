@@ -31,11 +31,12 @@ from nalu import device as devices
 from nalu.errors import ConfigError, exit_with
 from nalu.train import Checkpoint, Stopped
 from suite.config import PENDING, cell_name, cells_text, check_config, task_of
+from suite.evidence import identical
 from suite.io import read_json, write_json_atomic
 from suite.loggers import RunLogger
 from suite.machine import environment
 from suite.projection import projection, share
-from suite.provenance import imported, snapshot
+from suite.provenance import ROOT, imported, snapshot
 from suite.record import code_note, config_hash, git_state, out_of_date, with_solved_at
 from tasks.metrics import EXTRAPOLATION
 
@@ -120,15 +121,25 @@ def prepare(cfg: DictConfig, out_dir: Path, overrides: str = "", group: list[Dic
     digest, numerics = config_hash(cfg), task_of(cfg).numerics
     reason = why_run(cfg, out_dir, digest)
     name = label(cell_name(cfg), overrides)
+    reuse = cfg.get("reuse")
+    twin = identical(digest, numerics, ROOT / reuse) if reason == "not run yet" and reuse else None
+    if twin and not cfg.get("dry_run"):
+        write_json_atomic(out_dir / "metrics.json", {**twin[1], "reused_from": twin[0]})
+        settle_config(out_dir, runs=True)
+        print(f"reuse {name}: identical to {twin[0]} (in {reuse}: the same config and numerics), its record "
+              "copied, not trained again (reuse=null trains it)", file=sys.stderr)
+        return None
     if cfg.get("dry_run"):
+        if twin:
+            reason = f"not run yet; identical to {twin[0]}, to be reused"
         note = code_note(out_dir) if reason is None else ""
         state = "up to date" if reason is None else "to run"
-        seconds, projected = share(group or [cfg]) if reason is not None else (None, "")
+        seconds, projected = share(group or [cfg]) if reason is not None and not twin else (None, "")
         print(f"status: {state}: {name}{f' ({reason})' if reason else ''}{f'; {note or projected}' if note or projected else ''}",
               file=sys.stderr)
         if os.environ.get(STATUS_FILE):  # the same, as data (scripts/reproduce_all.py)
             with open(os.environ[STATUS_FILE], "a") as f:
-                f.write(json.dumps({"cell": name, "state": state, "reason": reason, "code": note or None,
+                f.write(json.dumps({"cell": name, "state": state, "reason": reason, "code": note or None, "hash": digest,
                                     "dir": str(out_dir), "projected_s": seconds}) + "\n")
         return None
     if reason is None:

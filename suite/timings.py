@@ -60,9 +60,13 @@ def started(cell: dict) -> float | None:
 
 
 def groups(cells: list[dict]) -> list[dict]:
-    """One cell per training group: a cell and those it was fused with (same sweep) are one group."""
+    """One cell per training group: a cell and those it was fused with (same sweep) are one group.
+    A cell copied from its identical twin in other evidence (``reused_from``) trained nowhere here
+    and is in no group: its time is its twin's target's."""
     seen, out = set(), []
     for c in cells:
+        if "reused_from" in c:
+            continue
         sweep = c["run"].split("/", 1)[0]
         key = frozenset((sweep, name) for name in (c["cell"], *c.get("fused_with", [])))
         if key not in seen:
@@ -86,7 +90,7 @@ def busy_seconds(intervals: list[tuple[float, float]], gap: float = GAP_S) -> fl
 def timing(name: str, cells: list[dict]) -> dict:
     gs = groups(cells)
     intervals = [(t, t + g["wall_s"]) for g in gs if (t := started(g)) is not None]
-    sittings = max(len(g.get("sittings") or [None]) for g in gs)
+    sittings = max((len(g.get("sittings") or [None]) for g in gs), default=1)
     env = cells[0].get("environment") or {}
     last = max((b for _, b in intervals), default=None)
     return {

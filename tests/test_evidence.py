@@ -174,6 +174,39 @@ def test_restored_cells_are_up_to_date_and_the_sweep_goes_on_with_the_missing_on
     assert "done static/mul/nac" in again.stderr and "skip static/add/nac" in again.stderr
 
 
+def test_a_cell_whose_identical_twin_is_in_evidence_is_copied_not_trained_under_any_sweep_name(workdir):
+    """The twin is found by config hash and numerics version alone (the sweep's name is not
+    hashed); its record is copied with where it came from, the rest of the sweep trains, a dry run
+    says so first, and reuse=null trains the twin anyway."""
+    import shutil
+
+    from .conftest import TINY_ARITHMETIC
+
+    run = ["-m", "suite.run", "-m", "model=nac"] + TINY_ARITHMETIC
+    cli(run + ["name=first", "task.op=add,sub"], workdir)
+    cli(["-m", "suite.evidence", "first", str(workdir / "multirun/first"), "--out", str(workdir / "ev")], workdir)
+    shutil.rmtree(workdir / "multirun")
+    second = run + ["name=second", "task.op=add,sub,mul", f"reuse={workdir / 'ev'}"]
+    dry = cli(second + ["dry_run=true"], workdir)
+    statuses = sorted(line for line in dry.stderr.splitlines() if line.startswith("status:"))
+    assert [s.split(" (")[0] for s in statuses] == ["status: to run: static/add/nac", "status: to run: static/mul/nac",
+                                                    "status: to run: static/sub/nac"]
+    assert "identical to first: first/model=nac," in statuses[0] and statuses[0].endswith("to be reused)")
+    assert "reused" not in statuses[1]
+    p = cli(second, workdir)
+    assert sum(line.startswith("reuse static/") for line in p.stderr.splitlines()) == 2
+    assert "done static/mul/nac" in p.stderr
+    (twin,) = [c for c in load(workdir / "ev" / "first.jsonl") if "task.op=add," in c["run"]]
+    (path,) = (workdir / "multirun/second").glob("*task.op=add,*/metrics.json")
+    copied = json.loads(path.read_text())
+    assert copied == {**{k: v for k, v in twin.items() if k != "run"}, "reused_from": f"first: {twin['run']}"}
+    again = cli(run + ["name=third", "task.op=add", "reuse=null"], workdir)
+    assert "done static/add/nac" in again.stderr and "reuse " not in again.stderr
+    bad = cli(run + ["name=fourth", "task.op=add", f"reuse={workdir / 'absent'}"], workdir, check=False)
+    assert bad.returncode == 2 and "reuse must be a folder of evidence files" in bad.stderr.strip().splitlines()[-1]
+    assert not list((workdir / "multirun").glob("fourth/*/metrics.json"))
+
+
 def test_a_table_without_evidence_is_pending_and_one_with_evidence_has_its_table():
     for b in BUILT:
         assert (RESULTS / f"{b.name}.csv").exists() or b.name in PENDING, b.name

@@ -46,6 +46,14 @@ def test_fused_cells_count_as_one_group_and_one_wall_time():
     assert (t["cells"], t["groups"], t["group_min"], t["busy_min"], t["complete"]) == (3, 2, 3.0, 2.0, True)
 
 
+def test_a_cell_copied_from_its_identical_twin_took_no_time_here():
+    reused = {**cell("s", "b", wall=3600), "reused_from": "table3_paper: table3_paper/b"}
+    t = timing("table3_paper_grid", [cell("s", "a", wall=120), reused])
+    assert (t["cells"], t["groups"], t["group_min"], t["busy_min"]) == (2, 1, 2.0, 2.0)
+    alone = timing("table3_paper_grid", [reused])
+    assert (alone["groups"], alone["group_min"], alone["sittings"]) == (0, 0.0, 1)
+
+
 def test_a_resumed_group_is_marked_as_its_last_sitting_only():
     t = timing("units_paper", [cell("s", "a", sittings=3), cell("s", "b", sittings=1)])
     assert t["sittings"] == 3 and not t["complete"]
