@@ -24,11 +24,8 @@ from suite.evidence import EVIDENCE_DIR, load  # noqa: E402
 
 
 def sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def archive(name: str, runs: Path, out: Path, evidence_dir: Path = EVIDENCE_DIR) -> Path:

@@ -1,12 +1,18 @@
-"""Atomic file output: write to a temporary name in the same folder, then rename; generated blocks."""
+"""Atomic file output: write to a temporary name in the same folder, then rename; generated blocks
+and the command line of the pages that fill them."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
+import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -46,3 +52,21 @@ def fill_block(text: str, begin: str, end: str, block: str) -> str:
     if not pattern.search(text):
         raise SystemExit(f"error: no generated block ({begin} ... {end}) to fill")
     return pattern.sub(lambda _: f"{begin}\n{block}\n{end}", text)
+
+
+def generated_main(argv: list[str] | None, prog: str, doc: str, block: str,
+                   write: Callable[[Path, Path | None], list[Path]]) -> None:
+    """The command line of a page built from ``results/`` that also fills a block of README.md
+    (``suite.claims``, ``suite.timings``): ``write(results, readme or None)`` returns what it wrote;
+    a torn evidence file is one line and exit 2."""
+    from nalu.errors import ConfigError, exit_with
+
+    p = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--results", type=Path, default=ROOT / "results")
+    p.add_argument("--readme", type=Path, default=ROOT / "README.md", help=f"whose {block} block to fill ('none')")
+    a = p.parse_args(argv)
+    try:
+        print("wrote " + ", ".join(map(str, write(a.results, None if str(a.readme) == "none" else a.readme))),
+              file=sys.stderr)
+    except ConfigError as e:
+        exit_with(e)

@@ -26,19 +26,16 @@ the runner projects a new run's time from it before it starts.
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import math
-import sys
 from pathlib import Path
 
 import pandas as pd
 
 from suite.evidence import EVIDENCE_DIR, load
-from suite.io import fill_block, write_text_atomic
+from suite.io import fill_block, generated_main, write_text_atomic
 from suite.targets import BUILT
 
-ROOT = Path(__file__).resolve().parent.parent
 GAP_S = 600  # groups more than ten minutes apart belong to separate sittings of the target
 
 
@@ -173,19 +170,7 @@ def write(results: Path, readme: Path | None) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m suite.timings", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--results", type=Path, default=ROOT / "results")
-    p.add_argument("--readme", type=Path, default=ROOT / "README.md", help="whose timings block to fill ('none')")
-    a = p.parse_args(argv)
-    readme = None if str(a.readme) == "none" else a.readme
-    from nalu.errors import ConfigError, exit_with
-
-    try:
-        print("wrote " + ", ".join(map(str, write(a.results, readme))), file=sys.stderr)
-    except ConfigError as e:  # a torn evidence file
-        exit_with(e)
-
+    generated_main(argv, "python -m suite.timings", __doc__, "timings", write)
 
 if __name__ == "__main__":
     main()

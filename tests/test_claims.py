@@ -113,3 +113,11 @@ def test_trained_as_the_paper_says_reads_the_same_cells_inside_the_training_rang
     assert said["trained"] == "no" and "static nalu a*b 0.3" in said["trained_numbers"]
     identity = next(c for c in CLAIMS if c.id == "identity")
     assert claims.trained_as_paper(identity, good) == {"trained": "n/a", "trained_numbers": ""}
+
+
+def test_a_results_folder_without_tables_is_one_line_and_exit_2_with_nothing_written(tmp_path):
+    from .conftest import cli
+
+    p = cli(["-m", "suite.claims", "--results", str(tmp_path), "--readme", "none"], tmp_path, check=False)
+    assert p.returncode == 2 and p.stderr.strip().startswith(f"error: {tmp_path} holds no table")
+    assert len(p.stderr.strip().splitlines()) == 1 and list(tmp_path.iterdir()) == []

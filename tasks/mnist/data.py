@@ -63,11 +63,8 @@ def raw_dir(root: Path) -> Path:
 
 
 def md5(path: Path) -> str:
-    h = hashlib.md5()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "md5").hexdigest()
 
 
 def is_complete(root: Path, sums: Checksums = Checksums()) -> bool:
