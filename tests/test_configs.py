@@ -154,6 +154,12 @@ def test_a_knob_added_later_keeps_finished_cells_at_its_neutral_value():
         cfg = compose(["task=static_arithmetic", f"model={unit}"])
         assert cfg.model.compilable is False and config_hash(cfg) == config_hash(without(cfg, "model", "compilable"))
         assert config_hash(compose(["task=static_arithmetic", f"model={unit}", "model.compilable=true"])) != config_hash(cfg)
+    for model in ("dnc", "dnc_nalu"):  # the opt-in compiled DNC step
+        cfg = compose(["task=program_eval", f"model={model}"])
+        assert cfg.compile_cells is False and cfg.model.compile_step is False
+        assert config_hash(cfg) == config_hash(without(without(cfg, "compile_cells"), "model", "compile_step"))
+        compiled = compose(["task=program_eval", f"model={model}", "compile_cells=true"])
+        assert compiled.model.compile_step is True and config_hash(compiled) != config_hash(cfg)
 
 
 def test_an_unknown_variant_is_refused_in_one_line_listing_the_targets_own():
