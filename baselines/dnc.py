@@ -191,5 +191,7 @@ def compiled_step():
     grad mode; modules of one layout share it)."""
     global _compiled
     if _compiled is None:
-        _compiled = torch.compile(DNC.step, dynamic=False)
+        from nalu.train import SAFE_INDUCTOR
+
+        _compiled = torch.compile(DNC.step, dynamic=False, options=SAFE_INDUCTOR)
     return _compiled

@@ -189,6 +189,7 @@ def fit(
     checkpoint: Checkpoint | None = None,
     train_step: str = "autograd",
     compile_wrapper: str = "python",
+    compile_forward: bool = False,
 ) -> FitResult:
     start = time.perf_counter()
     evaluates = eval_every if isinstance(eval_every, EvalSchedule) else EvalSchedule(eval_every)
@@ -205,7 +206,7 @@ def fit(
     rngs = generators(problem, model)
     own_loss = getattr(problem, "loss", None)  # a problem's own loss trains through autograd
     fast = training_step(train_step, model, optimizer, compile_wrapper) if own_loss is None else None  # None: autograd
-    take_step = fast or AutogradStep(model, optimizer, own_loss or squared_error)
+    take_step = fast or AutogradStep(model, optimizer, own_loss or squared_error, compile_forward)
 
     def evaluate(step: int) -> Metrics:
         nonlocal loss_sum, loss_count
@@ -311,22 +312,35 @@ def fit(
     )
 
 
+# inductor's in-place buffer reuse computes a wrong gradient for an LSTM read out by a NALU on the CPU
+# (torch 2.14: W_h's gradient off by up to 100% where finite differences and the eager path agree;
+# tests/test_translation.py); without it the compiled forward matches the eager one to rounding
+SAFE_INDUCTOR = {"inplace_buffers": False}
+
+
 class AutogradStep:
     """The reference training step of every member: the loss (squared error unless the problem
     brings its own) plus the units' regularisers,
     ``backward``, the optimiser's step. A member that is not ``alive``, or whose loss is not
     finite now (it dies at this step), is frozen: its gradients and optimiser moments are zeroed,
-    so its weights stay where they are. ``nalu.fast.CompiledStep`` computes the same."""
+    so its weights stay where they are. ``nalu.fast.CompiledStep`` computes the same.
+
+    ``compile_forward=True`` runs the model's forward through ``torch.compile`` (forward and backward
+    compiled, the loss and the optimiser eager): for a model ``nalu.fast`` does not compile whose
+    step is many small operations over a fixed shape (Table 3's LSTM over number words: 1.6-1.8x here,
+    ``make bench``), the same function to rounding (``tests/test_train.py``). A forward over inputs
+    of varying length recompiles per length: leave it off there."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer,
-                 loss: Callable[[Tensor, Tensor], Tensor] = squared_error):
+                 loss: Callable[[Tensor, Tensor], Tensor] = squared_error, compile_forward: bool = False):
         self.model, self.optimizer, self.loss = model, optimizer, loss
+        self.forward = torch.compile(model, dynamic=False, options=SAFE_INDUCTOR) if compile_forward else model
         self.params = list(model.parameters())
         # units that regularise their weights (see nalu.units)
         self.regularized = having(model, "regularizer")
 
     def __call__(self, x: Tensor, y: Tensor, alive: Tensor, step: int) -> Tensor:
-        loss_m = self.loss(self.model(x), y)
+        loss_m = self.loss(self.forward(x), y)
         live = alive & torch.isfinite(loss_m.detach())
         all_live = bool(live.all())
         objective = loss_m

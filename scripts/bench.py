@@ -309,6 +309,27 @@ def program_steps_per_second(model_name: str, compile_cells: bool, members: int,
     return steps / (time.perf_counter() - start)
 
 
+def translation_steps_per_second(compile_forward: bool, steps: int, device: torch.device) -> float:
+    """Training steps per second of Table 3's LSTM + NALU (10 seeds, state 32, the full batch of
+    169 number words), its forward eager or through torch.compile (``compile_forward``); the
+    compilation (a first fit of 2 steps) is left out."""
+    from tasks.language import translation
+
+    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("config", ["task=translation", "model=lstm_nalu", "seeds=10", "task.lstm_size=32"])
+    seeds = list(range(10))
+    problem = translation.TranslationProblem(cfg.task, seeds).to(device)
+    core = model_factory(cfg.model)(in_features=cfg.task.embedding, out_features=1, members=10, recurrent=True)
+    model = translation.WordsToNumber(translation.Embedding(len(problem.vocabulary), cfg.task.embedding, 10), core)
+    init_members(model, seeds)
+    model.to(device)
+    opt = instantiate(cfg.optimizer)(model.parameters())
+    fit(model, problem, opt, steps=2, eval_every=10**9, progress=False, compile_forward=compile_forward)
+    start = time.perf_counter()
+    fit(model, problem, opt, steps=steps, eval_every=10**9, progress=False, compile_forward=compile_forward)
+    return steps / (time.perf_counter() - start)
+
+
 def a3c_frames_per_second(members: int, frames: int) -> float:
     """Training throughput of the grid-world A3C + NAC agent with the task's default workers,
     start-up of the worker processes included."""
@@ -371,6 +392,12 @@ def main() -> None:
     eager, compiled = (max(program_steps_per_second("dnc", c, 10, max(a.steps // 200, 3), device)
                            for _ in range(a.repeats)) for c in (False, True))
     print(f"  eager   : {eager:>7,.2f} steps/s\n  compiled: {compiled:>7,.2f} steps/s  ({compiled / eager:.1f}x)")
+
+    print("Table 3, LSTM + NALU (10 seeds, state 32, full batch), training, the forward eager and compiled "
+          "(compile_forward):")
+    eager, compiled = (max(translation_steps_per_second(c, max(a.steps // 10, 20), device) for _ in range(a.repeats))
+                       for c in (False, True))
+    print(f"  eager   : {eager:>7,.1f} steps/s\n  compiled: {compiled:>7,.1f} steps/s  ({compiled / eager:.1f}x)")
 
     print("grid-world A3C + NAC, training (2 worker processes, 16 environments per seed in each):")
     for members in (1, 3):

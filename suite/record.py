@@ -52,6 +52,7 @@ NEUTRAL = {
     ("task", "horizon"): None,  # configs/task/*_arithmetic.yaml: the extrapolation horizon, off
     ("model", "compilable"): False,  # configs/model/npu.yaml, realnpu.yaml, inalu.yaml: through autograd
     ("compile_cells",): False,  # configs/config.yaml: recurrent cells' steps eager
+    ("compile_forward",): False,  # configs/config.yaml: the autograd path's forward eager
     ("model", "compile_step"): False,  # configs/model/dnc.yaml: the DNC's step eager
 }
 

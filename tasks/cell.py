@@ -88,7 +88,7 @@ def train_cell(
         model, problem, optimizer, steps=cfg.task.steps, eval_every=eval_schedule(cfg.task),
         select=select, log=log.metrics, progress=cfg.progress, desc=log.name,
         checkpoint=getattr(log, "checkpoint", None), train_step=cfg.get("train_step", "autograd"),
-        compile_wrapper=cfg.get("compile_wrapper", "python"),
+        compile_wrapper=cfg.get("compile_wrapper", "python"), compile_forward=cfg.get("compile_forward", False),
     )
     summary = {
         "steps": result.steps,

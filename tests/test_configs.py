@@ -154,6 +154,9 @@ def test_a_knob_added_later_keeps_finished_cells_at_its_neutral_value():
         cfg = compose(["task=static_arithmetic", f"model={unit}"])
         assert cfg.model.compilable is False and config_hash(cfg) == config_hash(without(cfg, "model", "compilable"))
         assert config_hash(compose(["task=static_arithmetic", f"model={unit}", "model.compilable=true"])) != config_hash(cfg)
+    cfg = compose(["task=translation", "model=lstm_nalu"])  # the opt-in compiled forward of the autograd path
+    assert cfg.compile_forward is False and config_hash(cfg) == config_hash(without(cfg, "compile_forward"))
+    assert config_hash(compose(["task=translation", "model=lstm_nalu", "compile_forward=true"])) != config_hash(cfg)
     for model in ("dnc", "dnc_nalu"):  # the opt-in compiled DNC step
         cfg = compose(["task=program_eval", f"model={model}"])
         assert cfg.compile_cells is False and cfg.model.compile_step is False

@@ -135,3 +135,31 @@ def test_tiny_table3_paper_end_to_end(workdir):
     assert sorted(p.name for p in out.iterdir()) == ["figure3_paper.csv", "figure3_paper.md", "figure3_paper.png",
                                                      "table3_paper.csv", "table3_paper.md"]
     assert "![figure 3](figure3_paper.png)" in (out / "figure3_paper.md").read_text()
+
+
+@pytest.mark.parametrize("readout", ["nac", "nalu"])
+def test_a_compiled_forward_trains_as_the_eager_forward_does(readout):
+    """compile_forward: the autograd path's forward through torch.compile, in float64, follows the
+    eager path step for step (losses and final weights), over Table 3's full batch, for the read-outs
+    of Table 3's models. With inductor's in-place buffers (``nalu.train.SAFE_INDUCTOR`` turns them
+    off) the NALU read-out's W_h gradient was wrong, and this test failed."""
+    from nalu.train import fit
+    from tasks.metrics import VALIDATION
+
+    cfg = compose(["task=translation", "seeds=2"])
+    problem = TranslationProblem(cfg.task, [0, 1])
+    problem.sets = {k: (tokens, y.double()) for k, (tokens, y) in problem.sets.items()}
+    runs = []
+    for compiled in (False, True):
+        m = WordsToNumber(Embedding(len(problem.vocabulary), 6, 2), GatedRNN(6, 1, 2, [3], "lstm", "sum", True, readout))
+        init_members(m, [0, 1])
+        m = m.double()
+        optimizer = torch.optim.Adam(m.parameters(), lr=1e-2)
+        losses = []
+        fit(m, problem, optimizer, steps=4, eval_every=2, progress=False, compile_forward=compiled,
+            log=lambda step, metrics: losses.append(metrics[VALIDATION].clone()))
+        runs.append((torch.stack(losses), [p.detach().clone() for p in m.parameters()]))
+    (eager_losses, eager_weights), (losses, weights) = runs
+    torch.testing.assert_close(losses, eager_losses, rtol=1e-9, atol=0)
+    for a, b in zip(eager_weights, weights):
+        torch.testing.assert_close(b, a, rtol=1e-9, atol=1e-12)
