@@ -20,7 +20,6 @@ PENDING = {
            "figure5_late_zero",
            "table3_paper_grid",
            "table2_mnist_example", "table4_long", "figure4_trained",
-           "table1_paper_protocol1",
            "units_primer"}
 
 
