@@ -5,7 +5,7 @@ one within seed-level noise (``make verify TARGET=table1``; rules in ``suite/tab
                                      [--against results] [--scratch DIR]
 
 The scratch copy holds this tree's files (its code, configs and paper values) but no
-cells: every cell of the target, or of the sample (overrides added to each of the target's
+cells, and its runs copy no committed twin (``reuse=null``): every cell of the target, or of the sample (overrides added to each of the target's
 sweeps, which narrow them: ``--sample "model=nac task.op=add,sub"``), trains anew. Rows the sample
 leaves out are not judged. Exits 0 when it judged at least one row and none moved beyond noise,
 1 when some did (each printed) or when it judged none (a verification that compared nothing
@@ -70,8 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         copy_tree(scratch)
         log = scratch / "verify.log"
         # -o: the linked .venv is this tree's, built already (make must not rebuild it from the copy)
+        # reuse=null: the scratch holds the committed evidence, whose cells would otherwise be copied
+        # as identical twins (suite.evidence.identical) instead of trained, and compared with themselves
         command = ["make", "-o", ".venv/.installed", f"reproduce-{a.target}", f"BUDGET={a.budget}", f"VARIANT={a.variant}",
-                   f"SAMPLE={a.sample}", f"JOBS={a.jobs}"]
+                   f"SAMPLE={a.sample} reuse=null".strip(), f"JOBS={a.jobs}"]
         print(f"verify {stem}: {' '.join(command)} in {scratch} (log: {log})", file=sys.stderr, flush=True)
         with open(log, "w") as f:
             rc = subprocess.run(command, cwd=scratch, stdout=f, stderr=subprocess.STDOUT).returncode

@@ -64,6 +64,8 @@ def test_verify_reruns_a_sample_in_scratch_and_compares(tmp_path):
     made = tmp_path / "first" / "results" / "table5.csv"
     assert made.exists(), first.stderr[-3000:]
     assert (tmp_path / "first" / "results" / "evidence" / "table5.jsonl").exists()  # the rerun's own evidence
+    log = (tmp_path / "first" / "verify.log").read_text()
+    assert "reuse=null" in log and "\nreuse " not in log and "done " in log  # trained, not copied from a twin
     same = verify("--against", str(made.parent), "--scratch", str(tmp_path / "first"))
     assert same.returncode == 0, same.stdout + same.stderr[-3000:]
     assert "table5: 1 rows judged" in same.stdout and "0 moved beyond seed-level noise" in same.stdout
