@@ -223,3 +223,36 @@ def test_a_torn_evidence_file_is_one_line_and_exit_2_with_nothing_built(tmp_path
     (line,) = p.stderr.strip().splitlines()
     assert line.startswith(f"error: {torn}, line 2, is not JSON") and "git checkout" in line
     assert not (tmp_path / "out" / "table1.md").exists()
+
+
+def test_a_key_the_configs_gained_since_a_committed_cell_was_made_leaves_it_up_to_date():
+    """Every key of today's config (per task and model that committed evidence holds) that a
+    committed cell's config lacks is unhashed (suite.record.NOT_HASHED) or at its neutral value
+    (NEUTRAL): a knob added later makes no finished cell stale. Numeric keys are data, not knobs
+    (the test sets an experiment chooses, ``task.test_series``)."""
+    from omegaconf import OmegaConf
+
+    from suite.record import NEUTRAL, NOT_HASHED
+
+    from .conftest import compose
+
+    def flat(d, path=()):
+        out = {}
+        for k, v in d.items():
+            out.update(flat(v, (*path, k)) if isinstance(v, dict) and v else {(*path, k): v})
+        return out
+
+    made = {}
+    for f in sorted(EVIDENCE_DIR.glob("*.jsonl")):
+        for cell in load(f):
+            made.setdefault((cell["config"]["task"]["name"], cell["config"]["model"]["name"]), flat(cell["config"]))
+    assert len(made) > 30
+    unneutral = []
+    for (task, model), stored in sorted(made.items()):
+        now = flat(OmegaConf.to_container(compose([f"task={task}", f"model={model}"]), resolve=True))
+        for key in now.keys() - stored.keys():
+            if key[0] in NOT_HASHED or str(key[-1]).isdigit():
+                continue
+            if not any(key[:len(p)] == p and now[key] == value for p, value in NEUTRAL.items()):
+                unneutral.append(f"{task}/{model}: {'.'.join(map(str, key))}={now[key]!r}")
+    assert unneutral == []
