@@ -273,9 +273,9 @@ def test_tiny_units_sweep_end_to_end(tmp_path):
     df = pd.read_csv(out / "units.csv")
     assert len(df) == 4 and set(df.model) == {"nau", "nmu"} and (df.seeds == 2).all()
     # each row's count is its cell's solved seeds, as the evidence records them
-    import json
+    from suite.evidence import load
 
-    evidence = [json.loads(line) for line in (tmp_path / "evidence" / "units.jsonl").read_text().splitlines()]
+    evidence = load(tmp_path / "evidence" / "units.jsonl")
     for _, row in df.iterrows():
         (cell,) = [c for c in evidence if c["model"] == row.model and c["label"] == row.function]
         assert row.solved == sum(m["solved"] for m in cell["members"]) and row.rate == row.solved / row.seeds
