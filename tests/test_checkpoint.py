@@ -190,7 +190,7 @@ def test_cell_killed_mid_run_resumes_from_its_checkpoint(tmp_path, sig, uninterr
     assert not (tmp_path / "killed" / "metrics.json").exists()
     step = torch.load(ckpt, weights_only=False)["step"]
     if sig == signal.SIGTERM:
-        assert p.returncode == 128 + signal.SIGTERM
+        assert p.returncode == 128 + signal.SIGTERM, err[-3000:]
         assert f"stopped by SIGTERM at step {step:,}, checkpoint saved" in err.splitlines()[-1]
         assert "Traceback" not in err
     assert 0 < step < 6000
