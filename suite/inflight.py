@@ -157,9 +157,14 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def pack(name: str, runs: Path = RUNS, carried: Path = CARRIED) -> Path | None:
+LIMIT = 5_000_000  # bytes: no committed file is larger (tests/test_evidence.py)
+
+
+def pack(name: str, runs: Path = RUNS, carried: Path = CARRIED, limit: int = LIMIT) -> Path | None:
     """Write ``<carried>/<name>.tar.gz`` from the sweeps ``begin`` recorded; None (and nothing
-    written) when none of them has an unfinished cell."""
+    written) when none of them has an unfinished cell. Unfinished state over ``limit`` bytes (a
+    large model's checkpoints: the MNIST example encoder's are 21 MB a group) is left out with a
+    warning, and only the finished cells are carried (None when there are none)."""
     record = record_of(name, runs)
     if not record.is_file():
         raise SystemExit(f"error: {name} was not begun here (no {record}); begun: "
@@ -171,6 +176,15 @@ def pack(name: str, runs: Path = RUNS, carried: Path = CARRIED) -> Path | None:
     if not unfinished(files):
         return None
     blobs = {f.relative_to(runs).as_posix(): f.read_bytes() for f in files}
+    if (size := sum(map(len, blobs.values()))) > limit:  # checkpoints are weights: they do not compress
+        left = sorted({(p.parent.parent if p.parent.name == ".hydra" else p.parent).as_posix()
+                       for p in map(Path, blobs) if p.name != "metrics.json"})
+        print(f"warning: {name}'s unfinished state is {size / 1e6:.1f} MB, over the {limit / 1e6:g} MB a committed "
+              f"file may hold: left out, these cells start again at the next sitting: {', '.join(left)}",
+              file=sys.stderr)
+        blobs = {a: b for a, b in blobs.items() if Path(a).name == "metrics.json"}
+        if not blobs:
+            return None
     manifest = "".join(f"{sha256(b)}  {arc}\n" for arc, b in blobs.items()).encode()
     carried.mkdir(parents=True, exist_ok=True)
     target, tmp = carried / f"{name}.tar.gz", carried / f".{name}.tar.gz.tmp"

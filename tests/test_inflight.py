@@ -104,3 +104,17 @@ def test_a_carried_file_naming_a_path_outside_the_runs_folder_unpacks_nothing(tm
     else:
         raise AssertionError("unpacked a path outside the runs folder")
     assert not (runs / "sw" / "c").exists() and not (tmp_path / "escape.txt").exists()
+
+
+def test_unfinished_state_over_the_size_a_committed_file_may_hold_is_left_out_finished_cells_carried(tmp_path, capsys):
+    runs, out = tmp_path / "multirun", tmp_path / "carried"
+    cell(runs / "sw" / "a", last_step=100, metrics=True)
+    cell(runs / "sw" / "b", last_step=100, checkpoint=b"x" * 2000)
+    inflight.begin("t", [runs / "sw"], runs, out)
+    path = inflight.pack("t", runs, out, limit=1000)
+    assert "left out, these cells start again at the next sitting: sw/b" in capsys.readouterr().err
+    with tarfile.open(path) as tar:
+        assert sorted(tar.getnames()) == ["MANIFEST.sha256", "sw/a/metrics.json"]
+    os.remove(runs / "sw" / "a" / "metrics.json")  # nothing finished: nothing to carry
+    os.remove(path)
+    assert inflight.pack("t", runs, out, limit=1000) is None and not path.exists()
