@@ -176,25 +176,34 @@ def pack(name: str, runs: Path = RUNS, carried: Path = CARRIED, limit: int = LIM
     if not unfinished(files):
         return None
     blobs = {f.relative_to(runs).as_posix(): f.read_bytes() for f in files}
-    if (size := sum(map(len, blobs.values()))) > limit:  # checkpoints are weights: they do not compress
+    packed = tar_gz(blobs)
+    if len(packed) > limit:  # checkpoints are weights and moments: they barely compress
         left = sorted({(p.parent.parent if p.parent.name == ".hydra" else p.parent).as_posix()
                        for p in map(Path, blobs) if p.name != "metrics.json"})
-        print(f"warning: {name}'s unfinished state is {size / 1e6:.1f} MB, over the {limit / 1e6:g} MB a committed "
-              f"file may hold: left out, these cells start again at the next sitting: {', '.join(left)}",
+        print(f"warning: {name}'s unfinished state packs to {len(packed) / 1e6:.1f} MB, over the {limit / 1e6:g} MB "
+              f"a committed file may hold: left out, these cells start again at the next sitting: {', '.join(left)}",
               file=sys.stderr)
         blobs = {a: b for a, b in blobs.items() if Path(a).name == "metrics.json"}
         if not blobs:
             return None
-    manifest = "".join(f"{sha256(b)}  {arc}\n" for arc, b in blobs.items()).encode()
+        packed = tar_gz(blobs)
     carried.mkdir(parents=True, exist_ok=True)
     target, tmp = carried / f"{name}.tar.gz", carried / f".{name}.tar.gz.tmp"
-    with tarfile.open(tmp, "w:gz") as tar:
+    tmp.write_bytes(packed)
+    tmp.replace(target)
+    return target
+
+
+def tar_gz(blobs: dict[str, bytes]) -> bytes:
+    """``blobs`` (archive name -> bytes) as a .tar.gz, ``MANIFEST.sha256`` first."""
+    manifest = "".join(f"{sha256(b)}  {arc}\n" for arc, b in blobs.items()).encode()
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
         for arc, data in [("MANIFEST.sha256", manifest), *blobs.items()]:
             info = tarfile.TarInfo(arc)
             info.size, info.mode = len(data), 0o644  # no owner, time or permissions of this machine
             tar.addfile(info, io.BytesIO(data))
-    tmp.replace(target)
-    return target
+    return out.getvalue()
 
 
 def begun(runs: Path = RUNS) -> list[str]:

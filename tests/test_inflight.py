@@ -109,7 +109,7 @@ def test_a_carried_file_naming_a_path_outside_the_runs_folder_unpacks_nothing(tm
 def test_unfinished_state_over_the_size_a_committed_file_may_hold_is_left_out_finished_cells_carried(tmp_path, capsys):
     runs, out = tmp_path / "multirun", tmp_path / "carried"
     cell(runs / "sw" / "a", last_step=100, metrics=True)
-    cell(runs / "sw" / "b", last_step=100, checkpoint=b"x" * 2000)
+    cell(runs / "sw" / "b", last_step=100, checkpoint=os.urandom(2000))
     inflight.begin("t", [runs / "sw"], runs, out)
     path = inflight.pack("t", runs, out, limit=1000)
     assert "left out, these cells start again at the next sitting: sw/b" in capsys.readouterr().err
