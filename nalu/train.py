@@ -328,7 +328,7 @@ class AutogradStep:
     ``compile_forward=True`` runs the model's forward through ``torch.compile`` (forward and backward
     compiled, the loss and the optimiser eager): for a model ``nalu.fast`` does not compile whose
     step is many small operations over a fixed shape (Table 3's LSTM over number words: 1.6-1.8x here,
-    ``make bench``), the same function to rounding (``tests/test_train.py``). A forward over inputs
+    ``make bench``), the same function to rounding (``tests/test_translation.py``). A forward over inputs
     of varying length recompiles per length: leave it off there."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer,

@@ -300,13 +300,7 @@ def program_steps_per_second(model_name: str, compile_cells: bool, members: int,
     core = model_factory(cfg.model)(in_features=cfg.task.embedding, out_features=1, members=members, recurrent=True)
     model = evaluation.CharsToNumber(evaluation.Embedding(evaluation.programs.NUMBER + 1, cfg.task.embedding, members),
                                      core)
-    init_members(model, seeds)
-    model.to(device)
-    opt = instantiate(cfg.optimizer)(model.parameters())
-    fit(model, problem, opt, steps=2, eval_every=10**9, progress=False)
-    start = time.perf_counter()
-    fit(model, problem, opt, steps=steps, eval_every=10**9, progress=False)
-    return steps / (time.perf_counter() - start)
+    return training_steps_per_second(model, problem, cfg, seeds, steps, device)
 
 
 def translation_steps_per_second(compile_forward: bool, steps: int, device: torch.device) -> float:
@@ -321,12 +315,19 @@ def translation_steps_per_second(compile_forward: bool, steps: int, device: torc
     problem = translation.TranslationProblem(cfg.task, seeds).to(device)
     core = model_factory(cfg.model)(in_features=cfg.task.embedding, out_features=1, members=10, recurrent=True)
     model = translation.WordsToNumber(translation.Embedding(len(problem.vocabulary), cfg.task.embedding, 10), core)
+    return training_steps_per_second(model, problem, cfg, seeds, steps, device, compile_forward=compile_forward)
+
+
+def training_steps_per_second(model, problem, cfg, seeds: list[int], steps: int, device: torch.device,
+                              **fit_options) -> float:
+    """``fit``'s training steps per second for a model its task composed, after a first fit of 2
+    steps that pays any compilation (not timed)."""
     init_members(model, seeds)
     model.to(device)
     opt = instantiate(cfg.optimizer)(model.parameters())
-    fit(model, problem, opt, steps=2, eval_every=10**9, progress=False, compile_forward=compile_forward)
+    fit(model, problem, opt, steps=2, eval_every=10**9, progress=False, **fit_options)
     start = time.perf_counter()
-    fit(model, problem, opt, steps=steps, eval_every=10**9, progress=False, compile_forward=compile_forward)
+    fit(model, problem, opt, steps=steps, eval_every=10**9, progress=False, **fit_options)
     return steps / (time.perf_counter() - start)
 
 
