@@ -160,11 +160,12 @@ def sha256(data: bytes) -> str:
 LIMIT = 5_000_000  # bytes: no committed file is larger (tests/test_evidence.py)
 
 
-def pack(name: str, runs: Path = RUNS, carried: Path = CARRIED, limit: int = LIMIT) -> Path | None:
-    """Write ``<carried>/<name>.tar.gz`` from the sweeps ``begin`` recorded; None (and nothing
-    written) when none of them has an unfinished cell. Unfinished state over ``limit`` bytes (a
-    large model's checkpoints: the MNIST example encoder's are 21 MB a group) is left out with a
-    warning, and only the finished cells are carried (None when there are none)."""
+def pack(name: str, runs: Path = RUNS, carried: Path = CARRIED, limit: int = LIMIT) -> Path | str:
+    """Write ``<carried>/<name>.tar.gz`` from the sweeps ``begin`` recorded and return its path, or
+    return why nothing was written: none of them has an unfinished cell, or all there was to carry
+    was left out. Unfinished state over ``limit`` bytes (a large model's checkpoints: the MNIST
+    example encoder's are 21 MB a group) is left out with a warning, and only the finished cells
+    are carried."""
     record = record_of(name, runs)
     if not record.is_file():
         raise SystemExit(f"error: {name} was not begun here (no {record}); begun: "
@@ -174,7 +175,7 @@ def pack(name: str, runs: Path = RUNS, carried: Path = CARRIED, limit: int = LIM
         raise SystemExit(f"error: {training[0]} is training now; stop its run first (SIGTERM or Ctrl-C saves "
                          f"its checkpoint), then pack again; {name}: nothing written")
     if not unfinished(files):
-        return None
+        return "nothing unfinished to carry"
     blobs = {f.relative_to(runs).as_posix(): f.read_bytes() for f in files}
     packed = tar_gz(blobs)
     if len(packed) > limit:  # checkpoints are weights and moments: they barely compress
@@ -185,7 +186,7 @@ def pack(name: str, runs: Path = RUNS, carried: Path = CARRIED, limit: int = LIM
               file=sys.stderr)
         blobs = {a: b for a, b in blobs.items() if Path(a).name == "metrics.json"}
         if not blobs:
-            return None
+            return "nothing carried: its unfinished state was left out, and no cell has finished"
         packed = tar_gz(blobs)
     carried.mkdir(parents=True, exist_ok=True)
     target, tmp = carried / f"{name}.tar.gz", carried / f".{name}.tar.gz.tmp"
@@ -273,8 +274,8 @@ def main(argv: list[str] | None = None) -> None:
         names = [a.name] if a.name else begun(a.runs)
         for name in names:
             path = pack(name, a.runs, a.carried)
-            print(f"{name}: " + (f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB; commit it)" if path
-                                 else "nothing unfinished to carry"), file=sys.stderr)
+            print(f"{name}: " + (f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB; commit it)"
+                                 if isinstance(path, Path) else path), file=sys.stderr)
         if not names:
             print(f"no target was begun here (none under {a.runs / '.inflight'}); nothing to carry",
                   file=sys.stderr)

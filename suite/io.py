@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-ROOT = Path(__file__).resolve().parent.parent
+from suite.provenance import ROOT
 
 
 def write_text_atomic(path: Path, text: str) -> None:

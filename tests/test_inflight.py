@@ -84,7 +84,7 @@ def test_the_carried_file_goes_only_when_no_cell_of_the_target_is_unfinished(tmp
     cell(runs / "sw" / "a", last_step=100, metrics=True)
     cell(runs / "sw" / "b", last_step=100, checkpoint=b"ckpt")
     inflight.begin("t", [runs / "sw"], runs, out)
-    assert inflight.pack("t", runs, out) is not None
+    assert isinstance(inflight.pack("t", runs, out), Path)
     said = inflight.drop("t", runs, out)  # a SAMPLE ran part of the target: b is still unfinished
     assert "unfinished" in said and (out / "t.tar.gz").is_file() and inflight.begun(runs) == ["t"]
     os.remove(runs / "sw" / "b" / "checkpoint.pt")
@@ -117,4 +117,5 @@ def test_unfinished_state_over_the_size_a_committed_file_may_hold_is_left_out_fi
         assert sorted(tar.getnames()) == ["MANIFEST.sha256", "sw/a/metrics.json"]
     os.remove(runs / "sw" / "a" / "metrics.json")  # nothing finished: nothing to carry
     os.remove(path)
-    assert inflight.pack("t", runs, out, limit=1000) is None and not path.exists()
+    assert inflight.pack("t", runs, out, limit=1000) == ("nothing carried: its unfinished state was left out, "
+                                                         "and no cell has finished") and not path.exists()
