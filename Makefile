@@ -211,6 +211,7 @@ else
 endif
 	$(EVIDENCE)
 	$(call TABLES,$(NAME))
+	$(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.tables scorecards)
 
 benchmark-unit: install  ## a unit of your own (UNIT=<package.module>:<Class> or <file.py>:<Class>) on the units table's protocol, beside the suite's units -> results/benchmarks/<class>.{md,csv,png} (BENCH_OUT=<folder> elsewhere; PROTOCOL=primer: the Primer benchmark's, <class>_primer.*; TOLD=1: told the task's function, <class>_told*; BUDGET=paper: 5,000,000 steps, <class>_paper.*)
 	$(if $(UNIT),,$(error give UNIT=<package.module>:<Class>, e.g. make benchmark-unit UNIT=examples.units.clipped_adder:ClippedAdder))

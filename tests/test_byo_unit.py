@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -139,14 +140,10 @@ def test_make_benchmark_unit_under_the_primers_protocol_scores_it_by_range(tmp_p
 
 @pytest.mark.parametrize("evidence", sorted((ROOT / "results/benchmarks").glob("*.jsonl")), ids=lambda p: p.stem)
 def test_a_committed_scorecard_is_rebuilt_from_its_evidence_byte_for_byte(tmp_path, evidence):
-    from suite.tables import primer, units
+    from suite.tables import scorecards
 
-    if evidence.stem.endswith("_primer"):
-        suite_units = ROOT / "results/evidence/units_primer.jsonl"
-        primer.build([evidence, *([suite_units] if suite_units.is_file() else [])], tmp_path, name=evidence.stem)
-    else:
-        units.build([evidence, ROOT / "results/evidence/units.jsonl"], tmp_path, long="units_long",
-                    name=evidence.stem)
+    written = {p.name for p in scorecards.rebuild(evidence, tmp_path)}
+    assert {f"{evidence.stem}.md", f"{evidence.stem}.csv"} <= written
     for suffix in (".md", ".csv"):
         assert (tmp_path / f"{evidence.stem}{suffix}").read_text() == evidence.with_suffix(suffix).read_text()
 
@@ -266,3 +263,15 @@ def test_a_unit_from_outside_takes_every_place_of_the_paper_and_enters_each_tabl
     assert "| lstm_clippedadder " in card["program"] and "| LSTM + NALU " in card["program"]
     assert "| ClippedAdder " in card["final_layer"] and "| NAC " in card["final_layer"]
     assert (out / "clippedadder_tasks_words_figure3.png").is_file()
+
+
+def test_the_scorecards_command_rebuilds_each_scorecard_of_a_folder_in_place(tmp_path, capsys):
+    """``python -m suite.tables scorecards`` (the last step of ``make reproduce-units``) rewrites
+    every scorecard of the folder from its evidence: a stale card comes back as committed."""
+    from suite.tables import run
+
+    shutil.copy(ROOT / "results/benchmarks/nau.jsonl", tmp_path)
+    (tmp_path / "nau.md").write_text("stale")
+    run(["scorecards", "--folder", str(tmp_path)])
+    assert (tmp_path / "nau.md").read_text() == (ROOT / "results/benchmarks/nau.md").read_text()
+    assert "rebuilt 1 scorecard in" in capsys.readouterr().err and (tmp_path / "nau.csv").is_file()

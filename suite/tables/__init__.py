@@ -12,6 +12,7 @@ written by ``python -m suite.evidence``) alone: ``python -m suite.tables <what> 
     python -m suite.tables primer [--evidence FILE...] [--out results] [--name units_primer]
     python -m suite.tables places --evidence FILE [--out results/benchmarks] [--name <class>_tasks]
     python -m suite.tables units [--evidence FILE...] [--long units_long] [--out results] [--name units]
+    python -m suite.tables scorecards [--folder results/benchmarks]     (each beside its reference)
     python -m suite.tables curves <run or sweep dir> [--out file.png]
     python -m suite.tables build <name> [--out results]      (as its make target: suite.targets)
 
@@ -76,6 +77,9 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="one table or figure of results/, as its make target builds it")
     b.add_argument("target", choices=sorted(BY_NAME), metavar="name", help=", ".join(BY_NAME))
     b.add_argument("--out", type=Path, default=Path("results"))
+    sc = sub.add_parser("scorecards", help="every scorecard of a folder (make benchmark-unit's), rebuilt from its "
+                                           "evidence beside today's reference evidence")
+    sc.add_argument("--folder", type=Path, default=None, help="default: results/benchmarks")
     cv = sub.add_parser("curves", help="plot a run folder's history.csv, or every cell of a sweep folder")
     cv.add_argument("run_dir", type=Path)
     cv.add_argument("--out", type=Path, default=None)
@@ -113,6 +117,16 @@ def run(argv: list[str] | None = None) -> None:
         from suite.targets import BY_NAME
 
         return run(BY_NAME[a.target].command(a.out))
+    if a.what == "scorecards":
+        from suite.tables import scorecards
+
+        folder = a.folder or scorecards.BENCHMARKS
+        writable(folder)
+        names = [e.stem for e in sorted(folder.glob("*.jsonl"))]
+        scorecards.build(folder)
+        print(f"rebuilt {len(names)} scorecard{'s' * (len(names) != 1)} in {folder}: {', '.join(names)}" if names
+              else f"no scorecard in {folder}", file=sys.stderr)
+        return
     out = a.out if a.what != "curves" else (a.out.parent if a.out else a.run_dir)
     writable(out)
     if a.what != "curves" and a.evidence is None:
