@@ -54,7 +54,22 @@ def test_every_claim_names_a_family_of_built_tables_and_every_reading_has_a_rule
     families = {b.name for b in BUILT}
     assert len(CLAIMS) >= 12 and len({c.id for c in CLAIMS}) == len(CLAIMS)
     for claim in CLAIMS:
-        assert claim.family in families and claim.readings and claim.sentence
+        assert claim.readings and claim.sentence
+        if claim.folder:  # a unit's scorecards, each beside its evidence
+            assert [*(RESULTS / claim.folder).glob(f"{claim.family}*.jsonl")]
+        else:
+            assert claim.family in families
+
+
+def test_a_unit_solves_the_most_when_its_share_over_the_ranges_is_at_least_every_other_units():
+    rows = [("a*b", "DMU", 20, 25), ("a*b", "DMU", 5, 25), ("a*b", "NMU", 25, 25), ("a*b", "NMU", 0, 25),
+            ("a*b", "NPU", 10, 25), ("a/b", "DMU, told the function", 3, 25), ("a/b", "RealNPU", 4, 25),
+            ("a+b", "NAU", 25, 25)]
+    df = pd.DataFrame(rows, columns=["function", "unit", "solved", "seeds"])
+    checks = claims.solves_the_most(("a*b", "a/b", "a+b"), "DMU")(df)
+    assert [(c.cell, c.agrees) for c in checks] == [("a*b DMU", True), ("a/b DMU, told the function", False)]
+    assert checks[1].shown == "3/25 solved; the best other unit, RealNPU, 4/25"
+    assert claims.solves_the_most(("a*b",), "DMU")(df[df.unit == "DMU"]) == []  # nothing beside it: not run
 
 
 def test_the_committed_verdicts_are_what_the_rules_make_of_the_committed_tables():
@@ -121,3 +136,23 @@ def test_a_results_folder_without_tables_is_one_line_and_exit_2_with_nothing_wri
     p = cli(["-m", "suite.claims", "--results", str(tmp_path), "--readme", "none"], tmp_path, check=False)
     assert p.returncode == 2 and p.stderr.strip().startswith(f"error: {tmp_path} holds no table")
     assert len(p.stderr.strip().splitlines()) == 1 and list(tmp_path.iterdir()) == []
+
+
+def test_trained_as_the_paper_says_holds_table3_table4_and_figure5_to_their_in_domain_numbers():
+    """Table 3: training MAE at most twice the paper's; Table 4: Seguí et al.'s head within 5
+    points of the reference's 85.3% (no check where the table has no such head); Figure 5: mean
+    reward at least 0.9 on each training command, the commands beyond it not read."""
+    t3 = pd.DataFrame([{"model": "lstm_sum", "ours_train": 0.005, "paper_train": 0.003},
+                       {"model": "lstm_nalu", "ours_train": 0.3, "paper_train": 0.12},
+                       {"model": "lstm_nac", "ours_train": 500.0, "paper_train": 80.0}])
+    assert [(c.cell, c.agrees) for c in claims.table3_trained(t3)] == [("lstm_sum train MAE", True),
+                                                                       ("lstm_nalu train MAE", False)]
+    t4 = pd.DataFrame([{"layer": "previous_best_wx_plus_b", "ours": 80.4}, {"layer": "nac", "ours": 50.0}])
+    assert [c.agrees for c in claims.table4_trained(t4)] == [True]
+    assert [c.agrees for c in claims.table4_trained(t4.assign(ours=[80.2, 50.0]))] == [False]
+    assert claims.table4_trained(t4.assign(ours=[math.nan, 50.0])) == []  # the parity variant: no such head
+    f5 = pd.DataFrame([{"agent": "a3c", "command": 5, "mean": 0.95, "in_training": True},
+                       {"agent": "a3c_nac", "command": 12, "mean": 0.89, "in_training": True},
+                       {"agent": "a3c_nac", "command": 19, "mean": -1.0, "in_training": False}])
+    assert [(c.cell, c.agrees) for c in claims.figure5_trained(f5)] == [("a3c command 5", True),
+                                                                        ("a3c_nac command 12", False)]
