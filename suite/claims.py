@@ -254,8 +254,11 @@ def figure5_rule(agent: str, commands: range, holds: bool) -> Rule:
 def units_rule(solved: str) -> Rule:
     """At their budget (5,000,000 steps), Madsen & Johansen's success rate lies within the 95%
     Wilson interval of ours (``solved``: under our threshold, or the one behind their published
-    rates). Tables at other budgets have no cell for it."""
+    rates). Tables at other budgets, or under a protocol with no published rates (the Primer's),
+    have no cell for it."""
     def rule(df: pd.DataFrame) -> list[Check]:
+        if "paper" not in df.columns:  # units_primer: the Primer's rates are not stored
+            return []
         out = []
         for _, r in df[df.paper.notna() & (df[solved] >= 0) & (df.steps == 5_000_000)].iterrows():
             lo, hi = wilson_interval(int(r[solved]), int(r.seeds))
@@ -334,6 +337,10 @@ CLAIMS = [
     Claim("units-rates", "Madsen & Johansen 2020, Table 2", "success rates of NAC, NALU, NAU, NMU on the static task",
           "units", (Reading("at 5e6 steps, their rate within our 95% interval, their threshold", units_rule("solved_published")),
                     Reading("at 5e6 steps, their rate within our 95% interval, our threshold", units_rule("solved")))),
+    Claim("dmu-mul-div", "Curry 2025, arXiv 2509.08180", "the Domain Mixed Unit solves the highest share of all seeds "
+          "on multiplication and division of the NALM benchmark (the Primer's protocol)",
+          "dmu", (Reading("over the 9 ranges, its share solved at least every other unit's",
+                          solves_the_most(("a*b", "a/b"), "DMU")),), folder="benchmarks"),
 ]
 
 

@@ -135,7 +135,9 @@ def test_make_benchmark_unit_under_the_primers_protocol_scores_it_by_range(tmp_p
                        capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
     card = (tmp_path / "scorecards/clippedadder_primer.md").read_text()
-    assert card.count("| ClippedAdder ") == 4 and "U[-1.2, -1.1] -> [-6.1, -1.2]" in card  # a+b, a-b, a*b, a/b
+    # a row per function (a+b, a-b, a*b, a/b), then one over every range
+    assert card.count("| ClippedAdder ") == 5 and "U[-1.2, -1.1] -> [-6.1, -1.2]" in card
+    assert "## Over every range" in card and (tmp_path / "scorecards/clippedadder_primer_totals.csv").is_file()
 
 
 @pytest.mark.parametrize("evidence", sorted((ROOT / "results/benchmarks").glob("*.jsonl")), ids=lambda p: p.stem)

@@ -172,3 +172,15 @@ def test_the_units_table_counts_the_same_seeds_under_each_criterion_and_names_wh
     text = criteria_text(df)
     assert "They agree on 0 of 1 cells" in text and "- a+b NAC (50,000 steps): success 1, published threshold 1, prints 0.0 2 of 4" in text
     assert "They agree on 1 of 1 cells" in criteria_text(df.assign(printed_zero=1))
+
+
+def test_the_primer_totals_sum_each_units_seeds_over_its_ranges_with_a_wilson_interval():
+    from nalu.scoring import wilson_interval
+    from suite.tables.primer import totals
+
+    df = pd.DataFrame([("a*b", "nmu", "NMU", 25, 25), ("a*b", "nmu", "NMU", 15, 25), ("a*b", "unit", "DMU", 0, 25),
+                       ("a/b", "unit", "DMU", 3, 25)], columns=["function", "model", "unit", "solved", "seeds"])
+    t = totals(df)
+    assert t[["function", "unit", "solved", "seeds"]].values.tolist() == [["a*b", "NMU", 40, 50], ["a*b", "DMU", 0, 25],
+                                                                          ["a/b", "DMU", 3, 25]]
+    assert (t.rate_lo.iloc[0], t.rate_hi.iloc[0]) == wilson_interval(40, 50) and t.rate.iloc[0] == 0.8

@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from nalu.scoring import wilson_interval
 from suite.io import write_text_atomic
 from suite.tables.common import load_cells, machines, require, save_figure, to_markdown
 from suite.tables.units import rows
@@ -49,12 +50,12 @@ def frame(cells: list[dict]) -> pd.DataFrame:
         if len(r):
             t = c["config"]["task"]
             out.append(r.assign(unit=UNITS.get(c["model"], r.unit), range=t["range"], ranges=label(t),
-                                low=t["interpolation"]["low"]))
+                                low=t["interpolation"]["low"], high=t["interpolation"]["high"]))
     return pd.concat(out, ignore_index=True)
 
 
 def plot(df: pd.DataFrame, path: Path, caption: str) -> None:
-    ranges = df.sort_values("low").drop_duplicates("range")
+    ranges = df.sort_values(["low", "high"]).drop_duplicates("range")
     fig, axes = plt.subplots(1, len(FUNCTIONS), figsize=(14, 4.2), sharey=True)
     units = ordered_units(df.unit)
     for ax, fn in zip(axes, FUNCTIONS, strict=True):
@@ -73,6 +74,16 @@ def plot(df: pd.DataFrame, path: Path, caption: str) -> None:
     save_figure(fig, path)
 
 
+def totals(df: pd.DataFrame) -> pd.DataFrame:
+    """Per function and unit, the seeds solved over every training range, with the 95% Wilson
+    interval of the share: the number a "percentage solved over all seeds" claim reads."""
+    g = df.groupby(["function", "model", "unit"], observed=True, sort=False)[["solved", "seeds"]].sum().reset_index()
+    g = g[g.seeds > 0]
+    bounds = [wilson_interval(int(k), int(n)) for k, n in zip(g.solved, g.seeds, strict=True)]
+    return g.assign(solved=g.solved.astype(int), seeds=g.seeds.astype(int), rate=g.solved / g.seeds,
+                    rate_lo=[lo for lo, _ in bounds], rate_hi=[hi for _, hi in bounds])
+
+
 def build(evidence: Path | list[Path], out: Path, name: str = "units_primer") -> list[Path]:
     evidence = [evidence] if isinstance(evidence, Path | str) else list(evidence)
     cells = require([c for c in load_cells(*evidence) if c["task"] == "static_arithmetic"
@@ -81,12 +92,12 @@ def build(evidence: Path | list[Path], out: Path, name: str = "units_primer") ->
     df = frame(cells)
     df = df.assign(function=pd.Categorical(df.function, FUNCTIONS, ordered=True),
                    order=df.model.map({m: i for i, m in enumerate(UNITS)})).sort_values(
-        ["function", "order", "low"]).drop(columns="order")
+        ["function", "order", "low", "high"]).drop(columns="order")
     c, t = cells[0], cells[0]["config"]["task"]
     caption = (f"{t['input_size']} inputs, a = x_1, b = x_2; {c['steps']:,} Adam steps (lr "
                f"{c['config']['optimizer']['lr']}, batch {t['batch_size']}), {len(c['seeds'])} seeds per cell, "
                f"epsilon {t['success']['epsilon']:g} (the Primer's criterion). {machines(cells)}")
-    ordered_ranges = df.sort_values("low").drop_duplicates("range").ranges.tolist()
+    ordered_ranges = df.sort_values(["low", "high"]).drop_duplicates("range").ranges.tolist()
     text = ["# Arithmetic units under the Primer benchmark's protocol", caption + f" ![primer]({name}.png)",
             __doc__.split("\n\n", 1)[1].replace("\n", " ").replace("``", "`").strip(),
             "Ranges, training -> extrapolation: " + "; ".join(ordered_ranges) + "."]
@@ -100,9 +111,17 @@ def build(evidence: Path | list[Path], out: Path, name: str = "units_primer") ->
                             columns=[r for r in ordered_ranges if r in grid.columns])
         grid.columns = [r.split(" ->")[0] for r in grid.columns]
         text += [f"## {fn}: seeds solved", to_markdown(grid.fillna("-").reset_index())]
+    overall = totals(df)
+    grid = overall.assign(cell=[f"{k}/{n}" for k, n in zip(overall.solved, overall.seeds, strict=True)]).pivot_table(
+        index="unit", columns="function", values="cell", aggfunc="first", observed=True)
+    grid = grid.reindex(index=ordered_units(grid.index), columns=[f for f in FUNCTIONS if f in grid.columns])
+    text += [f"## Over every range: seeds solved (the 95% Wilson intervals in {name}_totals.csv)",
+             to_markdown(grid.fillna("-").reset_index())]
     out.mkdir(parents=True, exist_ok=True)
     png, csv, md = out / f"{name}.png", out / f"{name}.csv", out / f"{name}.md"
+    total_csv = out / f"{name}_totals.csv"
     plot(df, png, caption)
-    write_text_atomic(csv, df.drop(columns=["low"]).to_csv(index=False))
+    write_text_atomic(csv, df.drop(columns=["low", "high"]).to_csv(index=False))
+    write_text_atomic(total_csv, overall.to_csv(index=False))
     write_text_atomic(md, "\n\n".join(text) + "\n")
-    return [png, csv, md]
+    return [png, csv, md, total_csv]
