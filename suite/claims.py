@@ -12,7 +12,7 @@ most seeds?) each reading is its own rule and all are shown. A reading's verdict
 - ``reproduced`` when every cell it looks at agrees with the paper,
 - ``not reproduced`` when none does,
 - ``mixed`` when some do, and
-- ``not run`` when the table has none of its cells,
+- ``not run`` when no table has any of its cells (a table without them has no row),
 
 with the counts and the numbers it rests on. The tables are built from the committed evidence
 alone (``suite.evidence``); a table whose evidence is not committed yet is marked as such
@@ -419,6 +419,8 @@ def evaluate(results: Path) -> pd.DataFrame:
                 if reading.table and not (results / f"{name}{reading.table}.csv").is_file():
                     continue
                 checks = reading.rule(pd.read_csv(results / f"{name}{reading.table}.csv") if reading.table else df)
+                if not checks:  # the table has none of the reading's cells (a static-only table, a recurrent claim)
+                    continue
                 rows.append({"claim": claim.id, "section": claim.section, "paper_says": claim.sentence,
                              "table": name, "protocol": protocol(evidence), "reading": reading.name,
                              "verdict": verdict(checks), "agree": sum(c.agrees for c in checks),
