@@ -30,6 +30,13 @@ def test_pending_entries_are_exactly_those_without_evidence():
     assert {b.name for b in BUILT} - {b.name for b in with_evidence()} == PENDING
 
 
+def test_only_a_pending_target_has_state_carried_between_sittings():
+    """A target whose evidence landed has nothing left to resume: its make target removes the
+    carried file, and a landing by hand must too."""
+    carried = {p.name.removesuffix(".tar.gz") for p in (RESULTS / "inflight").glob("*.tar.gz")}
+    assert carried <= PENDING, sorted(carried - PENDING)
+
+
 @pytest.mark.parametrize("built", with_evidence(), ids=lambda b: b.name)
 def test_a_table_rebuilds_byte_identical_from_its_evidence_alone(built, tmp_path):
     """No run folder is read (the test runs from a folder that has none); every file the builder
