@@ -36,6 +36,7 @@ KEYS = {
     "figure4": ["kind", "model", "domain", "metric"],
     "figure5": ["agent", "command"],
     "units": ["function", "model", "steps"],
+    "units_primer": ["function", "model", "range"],  # the Primer's nine training ranges
     "protocol": ["range", "subset_ratio", "overlap_ratio", "reference"],  # protocol_search: its cells' decades
     "protocol_search_recurrent": ["range", "width", "reference"],  # the recurrent half's protocols
 }
