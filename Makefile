@@ -87,7 +87,6 @@ BENCH_NAME = $(UNIT_NAME)$(if $(filter 1 true yes,$(TOLD)),_told)$(PAPER)
 # the units table's paper-budget cells (units_paper.jsonl, and Table 1's static paper cells its table
 # takes the NAC, NALU and baselines from); files <class>[_told]_paper.*
 BENCH_BUDGET = $(if $(PAPER),budget=paper checkpoint_every_s=300)
-BENCH_REFERENCE = $(if $(PAPER),$(wildcard results/evidence/units_paper.jsonl results/evidence/table1_paper.jsonl) --long none,results/evidence/units.jsonl --long units_long)
 # the MNIST core starts as an accumulator (state_init=identity, as the NAC's in Table 2) where the unit has the hook for it
 BENCH_STATE_INIT = $(if $(UNIT),$(shell $(PY) -c "from nalu.units import resolve; print('identity' if hasattr(resolve('$(UNIT)'), 'init_identity_state') else 'random')" 2>/dev/null || echo random))
 BENCH_OUT ?= results/benchmarks
@@ -220,7 +219,7 @@ ifeq ($(PROTOCOL),primer)
 	$(RUN) -m +experiment=benchmark_unit_primer model=$(BENCH_MODEL) 'model.unit=$(UNIT)' name=benchmark_$(BENCH_NAME)_primer hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME)_primer $(SWEEP)
 	$(RUN) -m +experiment=benchmark_unit_primer_div model=$(BENCH_MODEL) 'model.unit=$(UNIT)' name=benchmark_$(BENCH_NAME)_primer hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME)_primer $(SWEEP)
 	$(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(BENCH_NAME)_primer multirun/benchmark_$(BENCH_NAME)_primer --out $(BENCH_OUT) && \
-	  $(PY) -m suite.tables primer --evidence $(BENCH_OUT)/$(BENCH_NAME)_primer.jsonl $(wildcard results/evidence/units_primer.jsonl) --out $(BENCH_OUT) --name $(BENCH_NAME)_primer)
+	  $(PY) -m suite.tables scorecard $(BENCH_OUT)/$(BENCH_NAME)_primer.jsonl)
 else ifeq ($(PROTOCOL),tasks)
 	$(if $(filter 1 true yes,$(TOLD)),$(error TOLD=1 tells a unit the arithmetic task's function; PROTOCOL=tasks has tasks without one))
 	$(RUN) -m +experiment=table1_recurrent model=unit 'model.unit=$(UNIT)' name=benchmark_$(BENCH_NAME)_tasks hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME)_tasks/recurrent $(SWEEP)
@@ -229,11 +228,11 @@ else ifeq ($(PROTOCOL),tasks)
 	$(RUN) -m +experiment=figure4 model=lstm '+model.readout=$(UNIT)' name=benchmark_$(BENCH_NAME)_tasks hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME)_tasks/program $(SWEEP)
 	$(RUN) -m +experiment=table4 'task.final_layer=$(UNIT)' name=benchmark_$(BENCH_NAME)_tasks hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME)_tasks/final_layer $(SWEEP)
 	$(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(BENCH_NAME)_tasks multirun/benchmark_$(BENCH_NAME)_tasks --out $(BENCH_OUT) && \
-	  $(PY) -m suite.tables places --evidence $(BENCH_OUT)/$(BENCH_NAME)_tasks.jsonl --out $(BENCH_OUT) --name $(BENCH_NAME)_tasks)
+	  $(PY) -m suite.tables scorecard $(BENCH_OUT)/$(BENCH_NAME)_tasks.jsonl)
 else
 	$(RUN) -m +experiment=benchmark_unit model=$(BENCH_MODEL) 'model.unit=$(UNIT)' $(BENCH_BUDGET) name=benchmark_$(BENCH_NAME) hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME) $(SWEEP)
 	$(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(BENCH_NAME) multirun/benchmark_$(BENCH_NAME) --out $(BENCH_OUT) && \
-	  $(PY) -m suite.tables units --evidence $(BENCH_OUT)/$(BENCH_NAME).jsonl $(BENCH_REFERENCE) --out $(BENCH_OUT) --name $(BENCH_NAME))
+	  $(PY) -m suite.tables scorecard $(BENCH_OUT)/$(BENCH_NAME).jsonl)
 endif
 
 verify: data  ## rerun TARGET's cells (or SAMPLE="model=nac") in a scratch copy and compare with results/ within seed-level noise

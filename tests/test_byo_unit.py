@@ -150,6 +150,40 @@ def test_a_committed_scorecard_is_rebuilt_from_its_evidence_byte_for_byte(tmp_pa
         assert (tmp_path / f"{evidence.stem}{suffix}").read_text() == evidence.with_suffix(suffix).read_text()
 
 
+@pytest.mark.parametrize("card,builder,references,long", [
+    ("x", "units", ["units.jsonl"], "units_long"), ("x_told", "units", ["units.jsonl"], "units_long"),
+    ("x_paper", "units", ["units_paper.jsonl", "table1_paper.jsonl"], None),
+    ("x_told_primer", "primer", ["units_primer.jsonl"], None), ("x_tasks", "places", [], None)])
+def test_a_scorecard_is_scored_against_the_reference_its_name_calls_for(monkeypatch, tmp_path, card, builder,
+                                                                        references, long):
+    """The one place that chooses a card's reference evidence (make benchmark-unit and make
+    reproduce-units both go through it): the units table's at the default budget, its paper-budget
+    cells with Table 1's at BUDGET=paper, the Primer table's (where it has landed) for PROTOCOL=primer."""
+    from suite.tables import places, primer, scorecards, units
+
+    for name in ("units.jsonl", "units_paper.jsonl", "table1_paper.jsonl", "units_primer.jsonl"):
+        (tmp_path / name).write_text("")
+    called = {}
+    monkeypatch.setattr(units, "build", lambda ev, out, lg, name: called.update(units=(ev, lg, name)))
+    monkeypatch.setattr(primer, "build", lambda ev, out, name: called.update(primer=(ev, None, name)))
+    monkeypatch.setattr(places, "build", lambda ev, out, name: called.update(places=(ev, None, name)))
+    evidence = tmp_path / "cards" / f"{card}.jsonl"
+    scorecards.rebuild(evidence, tmp_path / "out", references=tmp_path)
+    assert called == {builder: ([evidence, *(tmp_path / r for r in references)], long, card)}
+
+
+def test_the_one_scorecard_command_writes_beside_its_evidence_what_rebuild_writes(tmp_path):
+    """``python -m suite.tables scorecard FILE`` (make benchmark-unit's last step) writes, beside
+    FILE, the files ``scorecards.rebuild`` writes for it (the committed ones)."""
+    evidence = ROOT / "results/benchmarks/nau.jsonl"
+    shutil.copy(evidence, tmp_path / evidence.name)
+    p = subprocess.run([sys.executable, "-m", "suite.tables", "scorecard", str(tmp_path / evidence.name)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    for suffix in (".md", ".csv"):
+        assert (tmp_path / f"nau{suffix}").read_text() == evidence.with_suffix(suffix).read_text()
+
+
 def test_the_benchmark_of_the_suites_own_nau_has_the_units_tables_success_counts():
     """``make benchmark-unit UNIT=nalu.units.nau:NAU`` (committed: results/benchmarks/nau.*) runs
     the NAU through the outside-unit path: per function its success count lies within the 95%

@@ -200,7 +200,7 @@ def test_make_benchmark_unit_told_runs_the_unit_told_its_function_into_files_of_
     runs = [line for line in p.stdout.splitlines() if "+experiment=benchmark_unit_primer" in line]
     assert p.returncode == 0 and len(runs) == 2, p.stderr  # a+b, a-b, a*b, then a/b
     assert all(f" model={model} " in line and f"name=benchmark_{name} " in line for line in runs)
-    assert f"--name {name}" in p.stdout
+    assert f"suite.tables scorecard results/benchmarks/{name}.jsonl" in p.stdout
 
 
 @pytest.mark.parametrize("told,name", [("", "clippedadder_paper"), ("TOLD=1", "clippedadder_told_paper")])
@@ -209,9 +209,9 @@ def test_make_benchmark_unit_at_the_paper_budget_runs_5m_steps_beside_the_units_
              *([told] if told else []))
     (run,) = [line for line in p.stdout.splitlines() if "suite.run" in line]
     assert p.returncode == 0 and " budget=paper " in run and f"name=benchmark_{name} " in run, p.stderr
-    assert f"--evidence results/benchmarks/{name}.jsonl results/evidence/units_paper.jsonl results/evidence/table1_paper.jsonl --long none" in p.stdout
+    assert f"suite.tables scorecard results/benchmarks/{name}.jsonl" in p.stdout  # its references: test_byo_unit.py
     default = make("-n", "benchmark-unit", "UNIT=examples.units.clipped_adder:ClippedAdder").stdout
-    assert "budget=paper" not in default and "results/evidence/units.jsonl --long units_long" in default
+    assert "budget=paper" not in default and "suite.tables scorecard results/benchmarks/clippedadder.jsonl" in default
     for protocol in ("primer", "tasks"):
         refused = make("-n", "benchmark-unit", "UNIT=examples.units.clipped_adder:ClippedAdder", "BUDGET=paper",
                        f"PROTOCOL={protocol}")
@@ -228,7 +228,7 @@ def test_make_benchmark_unit_protocol_tasks_runs_each_papers_sweep_with_the_unit
     assert len(runs) == len(places)
     for run, (experiment, unit_there) in zip(runs, places.items(), strict=True):
         assert f"+experiment={experiment} " in run and unit_there in run
-    assert "suite.tables places" in p.stdout
+    assert "suite.tables scorecard results/benchmarks/clippedadder_tasks.jsonl" in p.stdout
     told = make("-n", "benchmark-unit", "UNIT=examples.units.dmu:DMU", "PROTOCOL=tasks", "TOLD=1")
     assert told.returncode != 0 and "PROTOCOL=tasks has tasks without one" in told.stderr
 

@@ -12,6 +12,7 @@ written by ``python -m suite.evidence``) alone: ``python -m suite.tables <what> 
     python -m suite.tables primer [--evidence FILE...] [--out results] [--name units_primer]
     python -m suite.tables places --evidence FILE [--out results/benchmarks] [--name <class>_tasks]
     python -m suite.tables units [--evidence FILE...] [--long units_long] [--out results] [--name units]
+    python -m suite.tables scorecard FILE [--out <its folder>]          (one, beside its reference)
     python -m suite.tables scorecards [--folder results/benchmarks]     (each beside its reference)
     python -m suite.tables curves <run or sweep dir> [--out file.png]
     python -m suite.tables build <name> [--out results]      (as its make target: suite.targets)
@@ -77,6 +78,10 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="one table or figure of results/, as its make target builds it")
     b.add_argument("target", choices=sorted(BY_NAME), metavar="name", help=", ".join(BY_NAME))
     b.add_argument("--out", type=Path, default=Path("results"))
+    one = sub.add_parser("scorecard", help="one scorecard (make benchmark-unit's last step), built from its evidence "
+                                           "beside the reference evidence its name calls for (suite.tables.scorecards)")
+    one.add_argument("evidence", type=Path, help="results/benchmarks/<class>[_told][_paper|_primer|_tasks].jsonl")
+    one.add_argument("--out", type=Path, default=None, help="default: the evidence file's folder")
     sc = sub.add_parser("scorecards", help="every scorecard of a folder (make benchmark-unit's), rebuilt from its "
                                            "evidence beside today's reference evidence")
     sc.add_argument("--folder", type=Path, default=None, help="default: results/benchmarks")
@@ -117,6 +122,13 @@ def run(argv: list[str] | None = None) -> None:
         from suite.targets import BY_NAME
 
         return run(BY_NAME[a.target].command(a.out))
+    if a.what == "scorecard":
+        from suite.tables import scorecards
+
+        out = a.out or a.evidence.parent
+        writable(out)
+        scorecards.rebuild(a.evidence, out)
+        return
     if a.what == "scorecards":
         from suite.tables import scorecards
 

@@ -8,8 +8,9 @@ against, so that a scorecard follows its reference when a reference run lands
     <class>[_told]_primer  PROTOCOL=primer: units_primer.jsonl, where it has landed
     <class>_tasks          PROTOCOL=tasks: the unit's own cells (each table's rows are in results/)
 
-The same references as the Makefile's ``benchmark-unit``; tests/test_byo_unit.py rebuilds every
-committed scorecard byte for byte with it.
+``make benchmark-unit`` builds its scorecard with ``rebuild`` too (``python -m suite.tables
+scorecard FILE``), so the reference a card is scored against is chosen here only;
+tests/test_byo_unit.py rebuilds every committed scorecard byte for byte with it.
 """
 
 from __future__ import annotations
