@@ -135,7 +135,8 @@ class Checkpoint:
     """Where ``fit`` saves its state, how often, and what the state must belong to: ``key``
     names the run (the runner: its cells' configs and their task's numerics version); a file
     saved under another key is ignored. ``on_resume(step)`` is called when a run picks up from a
-    saved step (e.g. to drop the history logged after it). ``stop_signal`` set (to the signal's
+    saved step (e.g. to drop the history logged after it), ``on_save(step)`` after each save (e.g.
+    to note how long the sitting has trained so far). ``stop_signal`` set (to the signal's
     number) asks a running ``fit`` to save now and raise ``Stopped``; ``listening`` says whether a
     ``fit`` is in its loop to hear it."""
 
@@ -143,6 +144,7 @@ class Checkpoint:
     every_s: float = 600.0
     key: str = ""
     on_resume: Callable[[int], None] | None = None
+    on_save: Callable[[int], None] | None = None
     stop_signal: int = 0
     listening: bool = False
 
@@ -170,6 +172,8 @@ class Checkpoint:
         tmp = self.path.with_name(f".{self.path.name}.tmp")
         torch.save({**state, "key": self.key}, tmp)
         os.replace(tmp, self.path)
+        if self.on_save:
+            self.on_save(state["step"])
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)

@@ -282,7 +282,8 @@ def train(todo: list[Cell], task, code: dict) -> dict[int, dict]:
     if unusable:
         print(f"{todo[0].name}: not resuming from {checkpoint.path}: {unusable}", file=sys.stderr)
     resume_step = saved["step"] if saved else 0
-    sittings = record_sitting(todo[0].out_dir / "sittings.json", resume_step)
+    sittings_path = todo[0].out_dir / "sittings.json"
+    sittings = record_sitting(sittings_path, resume_step)
     logs = [open_logger(c, resume=resume_step > 0) for c in todo]
     log = logs[0] if len(logs) == 1 else GroupLog(logs)
     log.checkpoint, checkpoint.on_resume = checkpoint, log.rewind
@@ -291,6 +292,7 @@ def train(todo: list[Cell], task, code: dict) -> dict[int, dict]:
     if resume_step:
         print(f"{log.name}: resumed from step {resume_step:,} ({checkpoint.path})", file=sys.stderr)
     start = time.perf_counter()
+    checkpoint.on_save = lambda step: note_wall(sittings_path, sittings, time.perf_counter() - start)
     try:
         with stop_signals(checkpoint) as previous:
             results = task.run_group([c.cfg for c in todo], log) if len(todo) > 1 else [task.run(cfg, log)]
@@ -300,6 +302,7 @@ def train(todo: list[Cell], task, code: dict) -> dict[int, dict]:
         for lg in logs:
             lg.close()
     wall = time.perf_counter() - start
+    sittings[-1]["wall_s"] = round(wall, 2)
     made = {id(c): finish(c, {**r, "sittings": sittings}, imported(code), wall, [o.name for o in todo if o is not c])
             for c, r in zip(todo, results, strict=True)}
     checkpoint.remove()
@@ -355,15 +358,25 @@ def stopped(stop: Stopped, name: str, checkpoint: Checkpoint, previous: dict) ->
 
 def record_sitting(path: Path, resume_step: int) -> list[dict]:
     """The sittings of a run that resumes from checkpoints, this one appended: the step each
-    started from, when, and on which machine (a run resumed on another machine continues with
-    another BLAS code path; its ``metrics.json`` says so). Kept beside the checkpoint."""
+    started from, when, on which machine (a run resumed on another machine continues with another
+    BLAS code path; its ``metrics.json`` says so) and how long it trained until its last checkpoint
+    (``wall_s``, ``note_wall``: a sitting killed before its first counts 0, its steps trained
+    again by the next). Kept beside the checkpoint."""
     earlier = (read_json(path) or {}).get("sittings", []) if resume_step else []
     if resume_step and not earlier:  # saved by a runner that did not record sittings
         earlier = [{"from_step": 0, "started": None, "environment": None}]
     sittings = [*earlier, {"from_step": resume_step, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                           "environment": environment()}]
+                           "environment": environment(), "wall_s": 0.0}]  # 0 until its first checkpoint
     write_json_atomic(path, {"sittings": sittings})
     return sittings
+
+
+def note_wall(path: Path, sittings: list[dict], wall_s: float) -> None:
+    """At each checkpoint: how long this sitting has trained until the state it saved, so that a
+    target carried over several sittings is timed as their sum (``suite.timings``); the time a
+    killed sitting spent after its last checkpoint is trained again by the next and counted there."""
+    sittings[-1]["wall_s"] = round(wall_s, 2)
+    write_json_atomic(path, {"sittings": sittings})
 
 
 def open_logger(cell: Cell, resume: bool) -> RunLogger:

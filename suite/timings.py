@@ -6,17 +6,19 @@
 
 Read from the committed evidence alone (``results/evidence/<name>.jsonl``): every cell records
 ``wall_s``, the seconds its training group spent in the runner (the cells fused into one batched
-model share one group and one wall time), and ``sittings``, when each sitting of it started. Per
-entry:
+model share one group and one wall time), and ``sittings``, when each sitting of it started and,
+where its runner recorded it, how long it trained (``wall_s``: the last sitting's is the cell's).
+Per entry:
 
 - ``busy_min``: the time during which at least one of its groups was training, gaps of more
   than ``GAP_S`` between groups left out (a target run in two halves on two days counts the two
   halves). This is the wall time of its make target, less start-up, evidence and table building,
   at whatever ``JOBS`` it ran with;
 - ``group_min``: its groups' wall times summed: the time on one core at ``JOBS=1``;
-- ``sittings``: the most sittings any of its groups took. A group resumed from a checkpoint
-  records the wall time of its last sitting only, so where ``sittings`` exceeds 1 both times are
-  lower bounds (``complete`` is false).
+- ``sittings``: the most sittings any of its groups took. A group resumed from a checkpoint counts
+  every sitting's time, each until its last checkpoint (the runner notes it at every checkpoint);
+  where an earlier sitting's time went unrecorded (a runner before that note), the group counts
+  its last sitting only, both times are lower bounds and ``complete`` is false.
 
 Every figure comes from a committed file, so it is the time of the run the tables show, on the
 machine ``cpu`` and ``cores`` name. ``rates.csv`` holds, per task, model and group size, the training
@@ -52,8 +54,23 @@ def command(name: str) -> str:
 
 def started(cell: dict) -> float | None:
     """When the cell's last sitting started (seconds since the epoch), or None where unrecorded."""
-    stamp = (cell.get("sittings") or [{}])[-1].get("started")
-    return dt.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S%z").timestamp() if stamp else None
+    return stamp((cell.get("sittings") or [{}])[-1])
+
+
+def stamp(sitting: dict) -> float | None:
+    when = sitting.get("started")
+    return dt.datetime.strptime(when, "%Y-%m-%dT%H:%M:%S%z").timestamp() if when else None
+
+
+def spans(group: dict) -> tuple[list[tuple[float | None, float]], bool]:
+    """Each sitting of a group as (start, seconds trained), and whether every sitting's time is
+    recorded; where one is not, the last sitting alone (its time is the cell's ``wall_s``)."""
+    sittings = group.get("sittings") or [{}]
+    earlier = sittings[:-1]
+    last = (stamp(sittings[-1]), group["wall_s"])
+    if all("wall_s" in s for s in earlier):
+        return [*((stamp(s), s["wall_s"]) for s in earlier), last], True
+    return [last], False
 
 
 def groups(cells: list[dict]) -> list[dict]:
@@ -86,7 +103,9 @@ def busy_seconds(intervals: list[tuple[float, float]], gap: float = GAP_S) -> fl
 
 def timing(name: str, cells: list[dict]) -> dict:
     gs = groups(cells)
-    intervals = [(t, t + g["wall_s"]) for g in gs if (t := started(g)) is not None]
+    timed = [spans(g) for g in gs]
+    every = [span for spans_, _ in timed for span in spans_]
+    intervals = [(t, t + w) for t, w in every if t is not None]
     sittings = max((len(g.get("sittings") or [None]) for g in gs), default=1)
     env = cells[0].get("environment") or {}
     last = max((b for _, b in intervals), default=None)
@@ -95,10 +114,10 @@ def timing(name: str, cells: list[dict]) -> dict:
         "command": command(name),
         "cells": len(cells),
         "groups": len(gs),
-        "busy_min": round(busy_seconds(intervals) / 60, 1) if len(intervals) == len(gs) else float("nan"),
-        "group_min": round(sum(g["wall_s"] for g in gs) / 60, 1),
+        "busy_min": round(busy_seconds(intervals) / 60, 1) if len(intervals) == len(every) else float("nan"),
+        "group_min": round(sum(w for _, w in every) / 60, 1),
         "sittings": sittings,
-        "complete": sittings == 1 and len(intervals) == len(gs),
+        "complete": all(whole for _, whole in timed),
         "finished": dt.datetime.fromtimestamp(last, dt.UTC).strftime("%Y-%m-%d") if last else "",
         "cpu": env.get("cpu", ""),
         "cores": env.get("cores", ""),

@@ -200,6 +200,9 @@ def test_cell_killed_mid_run_resumes_from_its_checkpoint(tmp_path, sig, uninterr
     assert not ckpt.exists()  # a finished cell keeps no checkpoint
     whole, killed = (json.loads((d / "metrics.json").read_text()) for d in (uninterrupted, tmp_path / "killed"))
     assert killed["resumed_from"] == step and whole["resumed_from"] == 0
+    # each sitting's time until its last checkpoint, the last one's the cell's (suite.timings sums them)
+    assert [s["from_step"] for s in killed["sittings"]] == [0, step] and killed["sittings"][0]["wall_s"] > 0
+    assert killed["sittings"][-1]["wall_s"] == killed["wall_s"] and whole["sittings"][0]["wall_s"] == whole["wall_s"]
     assert killed["members"] == whole["members"]
     history = [(d / "history.csv").read_text() for d in (uninterrupted, tmp_path / "killed")]
     assert history[0] == history[1]

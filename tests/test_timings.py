@@ -54,10 +54,21 @@ def test_a_cell_copied_from_its_identical_twin_took_no_time_here():
     assert (alone["groups"], alone["group_min"], alone["sittings"]) == (0, 0.0, 1)
 
 
-def test_a_resumed_group_is_marked_as_its_last_sitting_only():
+def test_a_resumed_group_whose_earlier_sittings_went_unrecorded_is_marked_as_its_last_sitting_only():
     t = timing("units_paper", [cell("s", "a", sittings=3), cell("s", "b", sittings=1)])
-    assert t["sittings"] == 3 and not t["complete"]
+    assert t["sittings"] == 3 and not t["complete"] and t["group_min"] == 2.0
     assert "(last sitting)" in timings.glance(pd.DataFrame([t]))
+
+
+def test_a_group_resumed_over_sittings_counts_each_sittings_time_until_its_last_checkpoint():
+    # three sittings on two days: 40 min, one killed before its first checkpoint (0), then 20 min
+    a = {**cell("s", "a", wall=1200.0), "sittings": [
+        {"started": "2026-12-05T10:00:00+0000", "wall_s": 2400.0},
+        {"started": "2026-12-06T09:00:00+0000", "wall_s": 0.0},
+        {"started": "2026-12-06T09:05:00+0000", "wall_s": 1200.0}]}
+    t = timing("table4_long", [a, cell("s", "b", wall=600.0, started="2026-12-06T09:05:00+0000")])
+    assert (t["sittings"], t["group_min"], t["busy_min"], t["complete"]) == (3, 70.0, 65.0, True)
+    assert "(last sitting)" not in timings.glance(pd.DataFrame([t]))
 
 
 def test_a_group_without_a_recorded_start_leaves_the_busy_time_unknown():
