@@ -27,20 +27,26 @@ def committed_rates(rates: Path, mtime_ns: int) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def rate_of(cfgs: list[DictConfig], rates: Path = RATES) -> tuple[int, int, float] | None:
-    """(steps, members, member-steps/s) of these cells (one group): the speed committed runs of their
-    task and model reached on this suite's machine in groups of the nearest size
-    (``results/rates.csv``); None without a committed rate or a step count."""
+def rate_of(cfgs: list[DictConfig], rates: Path = RATES) -> tuple[int, int, float, str] | None:
+    """(steps, members, member-steps/s, compile) of these cells (one group): the speed committed runs
+    of their task and model reached on this suite's machine in groups of the nearest size
+    (``results/rates.csv``), compiled as these are (``suite.timings.compiled``) where such runs are
+    committed, else as the runs that are (``compile`` says how); None without a committed rate or a
+    step count."""
+    from suite.timings import compiled
+
     cfg = cfgs[0]
     steps = OmegaConf.select(cfg, "task.steps")
     if not isinstance(steps, int | float) or not rates.is_file():
         return None
     members = sum(len(resolve_seeds(c.seeds)) for c in cfgs)
-    # the speed of the committed group size nearest this one's
-    known = [(abs(math.log(int(r["members"]) / members)), float(r["member_steps_per_s"]))
+    mode = compiled(cfg)
+    # the speed of the committed group size nearest this one's, compiled alike first
+    known = [(r.get("compile", "none") != mode, abs(math.log(int(r["members"]) / members)),
+              float(r["member_steps_per_s"]), r.get("compile", "none"))
              for r in committed_rates(rates, rates.stat().st_mtime_ns)
              if (r["task"], r["model"]) == (cfg.task.name, cfg.model.name)]
-    return (steps, members, min(known)[1]) if known else None
+    return (steps, members, *min(known)[2:]) if known else None
 
 
 def projected_s(cfgs: list[DictConfig], rates: Path = RATES, done: int = 0) -> float | None:
@@ -62,10 +68,17 @@ def projection(cfgs: list[DictConfig], rates: Path = RATES, done: int = 0) -> st
     seconds = projected_s(cfgs, rates, done)
     if seconds is None or seconds < PROJECT_FROM_S:
         return None
-    steps, members, rate = rate_of(cfgs, rates)
+    steps, members, rate, mode = rate_of(cfgs, rates)
     cfg = cfgs[0]
+    from suite.timings import compiled
+
+    def ran(m: str) -> str:
+        return "without compile_cells or compile_forward" if m == "none" else f"with compile_{m}"
+
+    unlike = f", which ran {ran(mode)} (this one {ran(ours)})" if (ours := compiled(cfg)) != mode else ""
     line = (f"projected {duration(seconds)} here ({steps - done:,.0f} steps x {members} members at {rate:,.0f} "
-            f"member-steps/s, the speed of committed {cfg.task.name}/{cfg.model.name} runs; another machine differs)")
+            f"member-steps/s, the speed of committed {cfg.task.name}/{cfg.model.name} runs{unlike}; "
+            "another machine differs)")
     if seconds > WARN_PAST_S:
         line = f"warning: {line}; Ctrl-C stops it, and the same command resumes from its checkpoint"
     return line

@@ -21,7 +21,7 @@ Per entry:
   its last sitting only, both times are lower bounds and ``complete`` is false.
 
 Every figure comes from a committed file, so it is the time of the run the tables show, on the
-machine ``cpu`` and ``cores`` name. ``rates.csv`` holds, per task, model and group size, the training
+machine ``cpu`` and ``cores`` name. ``rates.csv`` holds, per task, model, what it compiled and group size, the training
 speed its groups reached (member-steps per second, the median over groups that trained in one sitting):
 the runner projects a new run's time from it before it starts.
 """
@@ -131,8 +131,9 @@ def table(evidence: Path = EVIDENCE_DIR) -> pd.DataFrame:
 
 
 def rates(evidence: Path = EVIDENCE_DIR) -> pd.DataFrame:
-    """Per task, model and group size (members), the median speed of its one-sitting groups in
-    member-steps per second (steps x the members of the group / its training time)."""
+    """Per task, model, what it compiled (``compiled``) and group size (members), the median speed
+    of its one-sitting groups in member-steps per second (steps x the members of the group / its
+    training time)."""
     rows = []
     for b in BUILT:
         path = Path(evidence) / f"{b.name}.jsonl"
@@ -141,12 +142,20 @@ def rates(evidence: Path = EVIDENCE_DIR) -> pd.DataFrame:
             if not (wall and steps) or len(g.get("sittings") or [None]) > 1:
                 continue
             members = len(g["seeds"]) * (1 + len(g.get("fused_with", [])))
-            rows.append({"task": g["task"], "model": g["model"], "members": members,
-                         "member_steps_per_s": steps * members / wall})
-    df = pd.DataFrame(rows, columns=["task", "model", "members", "member_steps_per_s"])
-    return (df.groupby(["task", "model", "members"], sort=True)
+            rows.append({"task": g["task"], "model": g["model"], "compile": compiled(g.get("config") or {}),
+                         "members": members, "member_steps_per_s": steps * members / wall})
+    df = pd.DataFrame(rows, columns=["task", "model", "compile", "members", "member_steps_per_s"])
+    return (df.groupby(["task", "model", "compile", "members"], sort=True)
             .agg(groups=("members", "size"), member_steps_per_s=("member_steps_per_s", "median"))
             .round({"member_steps_per_s": 1}).reset_index())
+
+
+def compiled(config) -> str:
+    """What of a cell's model ran through torch.compile beyond the default training step: ``cells``
+    (``compile_cells``: the DNC's time steps), ``forward`` (``compile_forward``) or ``none``; each
+    trains at its own speed, so ``rates.csv`` and the projections keep them apart. ``config``: a
+    cell's, as a dict or a DictConfig."""
+    return "cells" if config.get("compile_cells") else "forward" if config.get("compile_forward") else "none"
 
 
 def minutes(x: float) -> str:

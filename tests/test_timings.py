@@ -103,8 +103,12 @@ def test_rates_are_member_steps_per_second_of_one_sitting_groups_per_group_size(
     r = timings.rates(tmp_path)
     # a+b: one group of 10 members, 1000 steps in 10 s; c alone: 5 members in 5 s; d resumed: left out
     assert r.to_dict("records") == [
-        {"task": "t", "model": "m", "members": 5, "groups": 1, "member_steps_per_s": 1000.0},
-        {"task": "t", "model": "m", "members": 10, "groups": 1, "member_steps_per_s": 1000.0}]
+        {"task": "t", "model": "m", "compile": "none", "members": 5, "groups": 1, "member_steps_per_s": 1000.0},
+        {"task": "t", "model": "m", "compile": "none", "members": 10, "groups": 1, "member_steps_per_s": 1000.0}]
+    compiled = {**timed("e", wall=2.5), "config": {"compile_cells": True}}
+    (tmp_path / f"{BUILT[0].name}.jsonl").write_text("".join(json.dumps(c) + "\n" for c in [*cells, compiled]))
+    assert timings.rates(tmp_path).to_dict("records")[0] == {  # its own row: it trains at its own speed
+        "task": "t", "model": "m", "compile": "cells", "members": 5, "groups": 1, "member_steps_per_s": 2000.0}
 
 
 def test_a_run_is_projected_from_the_nearest_group_size_and_warned_past_a_day(tmp_path):
@@ -123,3 +127,23 @@ def test_a_run_is_projected_from_the_nearest_group_size_and_warned_past_a_day(tm
     assert projection([compose(["model=nalu", "seeds=10", "task.steps=5000"])], rates) is None  # under a minute
     assert projection([compose(["model=nalu", "seeds=10", "task.steps=120000"])], rates).startswith("projected 20 min here")
     assert projection([compose(["model=nac", "seeds=10", "task.steps=10000000"])], rates) is None  # no rate
+
+
+def test_a_run_is_projected_from_runs_compiled_as_it_is_where_there_are_any(tmp_path):
+    from suite.projection import projection
+
+    from .conftest import compose
+
+    rates = tmp_path / "rates.csv"
+    rates.write_text("task,model,compile,members,groups,member_steps_per_s\n"
+                     "program_eval,dnc,none,10,1,50.0\nprogram_eval,dnc,cells,3,1,200.0\n")
+    dnc = ["+experiment=figure4", "model=dnc", "task.kind=addition", "seeds=10", "task.steps=36000"]
+    assert projection([compose([*dnc, "compile_cells=true"])], rates).startswith(
+        "projected 30 min here (36,000 steps x 10 members at 200 member-steps/s")  # not the nearer size's 50
+    eager = projection([compose(dnc)], rates)
+    assert eager.startswith("projected 2.0 h here") and "which ran" not in eager
+    rates.write_text("task,model,compile,members,groups,member_steps_per_s\nprogram_eval,dnc,none,10,1,50.0\n")
+    assert projection([compose([*dnc, "compile_cells=true"])], rates) == (
+        "projected 2.0 h here (36,000 steps x 10 members at 50 member-steps/s, the speed of committed "
+        "program_eval/dnc runs, which ran without compile_cells or compile_forward (this one with "
+        "compile_cells); another machine differs)")
