@@ -155,7 +155,8 @@ def compiled(config) -> str:
     (``compile_cells``: the DNC's time steps), ``forward`` (``compile_forward``) or ``none``; each
     trains at its own speed, so ``rates.csv`` and the projections keep them apart. ``config``: a
     cell's, as a dict or a DictConfig."""
-    return "cells" if config.get("compile_cells") else "forward" if config.get("compile_forward") else "none"
+    cells = (config.get("model") or {}).get("compile_step")  # the DNC's: ${compile_cells}, where a model has it
+    return "cells" if cells else "forward" if config.get("compile_forward") else "none"
 
 
 def minutes(x: float) -> str:

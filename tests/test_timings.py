@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -105,7 +106,7 @@ def test_rates_are_member_steps_per_second_of_one_sitting_groups_per_group_size(
     assert r.to_dict("records") == [
         {"task": "t", "model": "m", "compile": "none", "members": 5, "groups": 1, "member_steps_per_s": 1000.0},
         {"task": "t", "model": "m", "compile": "none", "members": 10, "groups": 1, "member_steps_per_s": 1000.0}]
-    compiled = {**timed("e", wall=2.5), "config": {"compile_cells": True}}
+    compiled = {**timed("e", wall=2.5), "config": {"compile_cells": True, "model": {"compile_step": True}}}
     (tmp_path / f"{BUILT[0].name}.jsonl").write_text("".join(json.dumps(c) + "\n" for c in [*cells, compiled]))
     assert timings.rates(tmp_path).to_dict("records")[0] == {  # its own row: it trains at its own speed
         "task": "t", "model": "m", "compile": "cells", "members": 5, "groups": 1, "member_steps_per_s": 2000.0}
@@ -134,16 +135,21 @@ def test_a_run_is_projected_from_runs_compiled_as_it_is_where_there_are_any(tmp_
 
     from .conftest import compose
 
-    rates = tmp_path / "rates.csv"
-    rates.write_text("task,model,compile,members,groups,member_steps_per_s\n"
-                     "program_eval,dnc,none,10,1,50.0\nprogram_eval,dnc,cells,3,1,200.0\n")
+    def rates(name: str, rows: str) -> Path:  # a file each: the rates are read once per file and mtime
+        (path := tmp_path / f"{name}.csv").write_text("task,model,compile,members,groups,member_steps_per_s\n" + rows)
+        return path
+
+    both = rates("both", "program_eval,dnc,none,10,1,50.0\nprogram_eval,dnc,cells,3,1,200.0\n")
     dnc = ["+experiment=figure4", "model=dnc", "task.kind=addition", "seeds=10", "task.steps=36000"]
-    assert projection([compose([*dnc, "compile_cells=true"])], rates).startswith(
+    assert projection([compose([*dnc, "compile_cells=true"])], both).startswith(
         "projected 30 min here (36,000 steps x 10 members at 200 member-steps/s")  # not the nearer size's 50
-    eager = projection([compose(dnc)], rates)
+    eager = projection([compose(dnc)], both)
     assert eager.startswith("projected 2.0 h here") and "which ran" not in eager
-    rates.write_text("task,model,compile,members,groups,member_steps_per_s\nprogram_eval,dnc,none,10,1,50.0\n")
-    assert projection([compose([*dnc, "compile_cells=true"])], rates) == (
+    lstm = [dnc[0], "model=lstm", *dnc[2:], "compile_cells=true"]  # the LSTM has no cells to compile: like for like
+    assert projection([compose(lstm)], rates("lstm", "program_eval,lstm,none,10,1,50.0\n")) == (
+        "projected 2.0 h here (36,000 steps x 10 members at 50 member-steps/s, the speed of committed "
+        "program_eval/lstm runs; another machine differs)")
+    assert projection([compose([*dnc, "compile_cells=true"])], rates("eager", "program_eval,dnc,none,10,1,50.0\n")) == (
         "projected 2.0 h here (36,000 steps x 10 members at 50 member-steps/s, the speed of committed "
         "program_eval/dnc runs, which ran without compile_cells or compile_forward (this one with "
         "compile_cells); another machine differs)")
