@@ -62,19 +62,32 @@ class GroupedConv(nn.Module):
             self.bias.data[i].uniform_(-bound, bound, generator=g)
 
     def forward(self, x: Tensor) -> Tensor:
-        """``[N, M * in, H, W] -> [N, M * out, H', W']``, member-major channels."""
+        """``[N, M * in, H, W] -> [N, M * out, H', W']``, member-major channels. An input of ``in``
+        channels, ``[N, in, H, W]``, is one that every member reads: it runs as one convolution
+        with ``M * out`` filters, not ``M`` groups over ``M`` copies of it (the same function to
+        rounding; ``shared_first_conv`` in the encoders below)."""
         w = self.weight.flatten(0, 1)
-        return F.conv2d(x, w, self.bias.flatten(), stride=self.stride, dilation=self.dilation, groups=self.members)
+        groups = self.members if x.shape[1] == self.members * self.in_channels else 1
+        return F.conv2d(x, w, self.bias.flatten(), stride=self.stride, dilation=self.dilation, groups=groups)
+
+
+def members_on_channels(x: Tensor, members: int, shared_first_conv: bool) -> Tensor:
+    """``[M|1, N, S, S]`` -> ``[N, M, S, S]``, members on the channel axis; one batch that every
+    member reads (``[1, N, S, S]``) stays one channel, ``[N, 1, S, S]``, with ``shared_first_conv``
+    (``GroupedConv`` then runs it once: ``make bench`` measures the training step both ways)."""
+    if x.shape[0] == 1:
+        return x[0].unsqueeze(1) if shared_first_conv else x[0].unsqueeze(1).expand(-1, members, -1, -1)
+    return x.transpose(0, 1)
 
 
 class DigitEncoder(nn.Module):
     """``[M|1, N, 28, 28]`` images (uint8 or float in [0, 1]) -> ``[M, N, out_features]``."""
 
     def __init__(self, out_features: int, members: int, channels: tuple[int, int] = (8, 16), hidden: int = 64,
-                 pool: bool = False):
+                 pool: bool = False, shared_first_conv: bool = False):
         super().__init__()
         c1, c2 = channels
-        self.members, self.pool = members, pool
+        self.members, self.pool, self.shared_first_conv = members, pool, shared_first_conv
         stride = 1 if pool else 2  # either way a 4x4 map: pooled after each convolution, or strided
         self.conv1 = GroupedConv(1, c1, 5, stride, members)
         self.conv2 = GroupedConv(c1, c2, 5, stride, members)
@@ -87,8 +100,7 @@ class DigitEncoder(nn.Module):
         if images.dtype == torch.uint8:
             x = x / 255.0
         x = (x - MNIST_MEAN) / MNIST_STD
-        # members go to the channel axis: [N, M, 28, 28]
-        x = x[0].unsqueeze(1).expand(N, M, 28, 28) if x.shape[0] == 1 else x.transpose(0, 1)
+        x = members_on_channels(x, M, self.shared_first_conv)  # [N, M|1, 28, 28]
         if self.pool:
             h = F.max_pool2d(F.relu(self.conv1(x.contiguous())), 2)
             h = F.max_pool2d(F.relu(self.conv2(h)), 2)  # [N, M * c2, 4, 4]
@@ -120,10 +132,10 @@ class CanvasEncoder(nn.Module):
     canvases, that none starts dead under ``glorot`` and at least 10 of 100 do under ``torch``)."""
 
     def __init__(self, size: int, out_features: int, members: int, channels: tuple[int, int, int] = (8, 16, 32),
-                 init: str = "glorot"):
+                 init: str = "glorot", shared_first_conv: bool = False):
         super().__init__()
         c1, c2, c3 = channels
-        self.members = members
+        self.members, self.shared_first_conv = members, shared_first_conv
         self.conv1 = GroupedConv(1, c1, 7, 2, members, init=init)
         self.conv2 = GroupedConv(c1, c2, 3, 1, members, dilation=2, init=init)
         self.conv3 = GroupedConv(c2, c3, 3, 1, members, init=init)
@@ -138,12 +150,12 @@ class CanvasEncoder(nn.Module):
         x = canvases.to(next(self.parameters()).dtype)
         if canvases.dtype == torch.uint8:
             x = x / 255.0
-        x = x[0].unsqueeze(1).expand(N, M, *x.shape[2:]) if x.shape[0] == 1 else x.transpose(0, 1)
+        x = members_on_channels(x, M, self.shared_first_conv)  # [N, M|1, S, S]
         h = F.relu(self.density_map(x))  # [N, M, side, side]
         return F.relu(self.fc(h.flatten(2).transpose(0, 1).contiguous()))
 
     def density_map(self, x: Tensor) -> Tensor:
-        """``[N, M, S, S]`` canvases in [0, 1] -> ``[N, M, side, side]``, the density map before its ReLU."""
+        """``[N, M|1, S, S]`` canvases in [0, 1] -> ``[N, M, side, side]``, the density map before its ReLU."""
         h = F.max_pool2d(F.relu(self.conv1(x.contiguous())), 2)
         return self.density(F.relu(self.conv3(F.relu(self.conv2(h)))))
 

@@ -17,6 +17,8 @@ taken in turns, so that a busy moment of the machine does not decide a ratio. Pr
   launcher (``auto``);
 - the iNALU's sign product as written (``mixed_sign_product``, the reference) against the matmuls
   that replace it (``mixed_sign``), in the units table's group of 6 ops x 10 seeds;
+- Table 4's counting CNN and Table 2's MNIST example encoder, their first convolution grouped over
+  a copy of the shared batch per member against run once (``shared_first_conv``);
 - the static NALU fused into 240, 2,400 and 24,000 members, and Madsen & Johansen's whole static
   experiment (7 units x 6 ops x 100 seeds x 5,000,000 steps) projected on this device (``scale``).
 """
@@ -34,7 +36,7 @@ from hydra.utils import instantiate
 from nalu import device as devices
 from nalu.ensemble import init_members
 from nalu.train import fit
-from suite.config import CONFIG_DIR
+from suite.config import CONFIG_DIR, resolve_seeds
 from tasks.arithmetic import OPS, ArithmeticProblem
 from tasks.cell import build_model, model_factory
 from tasks.arithmetic.identity import IdentityProblem
@@ -274,6 +276,7 @@ def mnist_images_per_second(members: int, steps: int, device: torch.device) -> f
                                  "task.test_series={1: 10}", "task.validation_series=10"])
     seeds = list(range(members))
     problem = mnist_series.SeriesProblem(cfg.task, seeds, Path("data"))
+    problem.evaluate = lambda model: {}  # training only
     model = build_model(mnist_series.factory_for(cfg), 28 * 28, 10, members, True)
     init_members(model, seeds)
     model.to(device)
@@ -321,7 +324,8 @@ def translation_steps_per_second(compile_forward: bool, steps: int, device: torc
 def training_steps_per_second(model, problem, cfg, seeds: list[int], steps: int, device: torch.device,
                               **fit_options) -> float:
     """``fit``'s training steps per second for a model its task composed, after a first fit of 2
-    steps that pays any compilation (not timed)."""
+    steps that pays any compilation (not timed); training only, the problem's evaluation off."""
+    problem.evaluate = lambda model: {}
     init_members(model, seeds)
     model.to(device)
     opt = instantiate(cfg.optimizer)(model.parameters())
@@ -329,6 +333,32 @@ def training_steps_per_second(model, problem, cfg, seeds: list[int], steps: int,
     start = time.perf_counter()
     fit(model, problem, opt, steps=steps, eval_every=10**9, progress=False, **fit_options)
     return steps / (time.perf_counter() - start)
+
+
+def counting_cnn_steps_per_second(task: str, shared_first_conv: bool, steps: int, device: torch.device) -> float | None:
+    """Training steps per second of an MNIST encoder whose members read one batch: Table 4's
+    counting CNN (``mnist_count_even``, 5 seeds, 32 canvases of 100 x 100) or Table 2's PyTorch
+    MNIST example encoder under a NAC core (``mnist_addition``, 3 seeds, 50 series of 10), the
+    first convolution grouped over a copy per member or run once (``shared_first_conv``)."""
+    from tasks.mnist import count_even, series
+
+    if not raw_dir(Path("data")).exists():
+        return None
+    example = ["task.encoder.channels=[20,50]", "task.encoder.hidden=500", "task.encoder.pool=true",
+               "model=nac", "seeds=3", "task.test_series={1: 10}", "task.validation_series=10"]
+    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("config", [f"task={task}", f"task.encoder.shared_first_conv={shared_first_conv}",
+                                 *(["seeds=5", "task.validation_images=100", "task.validation_samples=10",
+                                    "task.test_samples=10"] if task == "mnist_count_even" else example)])
+    seeds = resolve_seeds(cfg.seeds)
+    if task == "mnist_count_even":
+        problem = count_even.CountEvenProblem(cfg.task, seeds, Path("data"))
+        model = count_even.factory_for(cfg)(1, 1, len(seeds), False)
+    else:
+        problem = series.SeriesProblem(cfg.task, seeds, Path("data"))
+        model = build_model(series.factory_for(cfg), 28 * 28, 1, len(seeds), True)
+    problem.to(device)
+    return training_steps_per_second(model, problem, cfg, seeds, steps, device)
 
 
 def a3c_frames_per_second(members: int, frames: int) -> float:
@@ -388,6 +418,18 @@ def main() -> None:
             break
         print(f"  {members} member{'s' if members > 1 else ' '}: {ips:>9,.0f} images/s "
               f"({ips * members:,.0f} member-images/s)")
+
+    for task, title in (("mnist_count_even", "Table 4's counting CNN (5 seeds, 32 canvases of 100 x 100)"),
+                        ("mnist_addition", "Table 2's MNIST example encoder + NAC (3 seeds, 50 series x 10 digits)")):
+        print(f"{title}, training, the first convolution grouped over a copy per member and shared "
+              "(shared_first_conv):")
+        runs = [[counting_cnn_steps_per_second(task, s, max(a.steps // 100, 5), device) for _ in range(a.repeats)]
+                for s in (False, True)]
+        if None in runs[0]:
+            print("  skipped: no MNIST in data/ (run `make data`)")
+            continue
+        grouped, shared = (max(r) for r in runs)
+        print(f"  grouped: {grouped:>7,.2f} steps/s\n  shared : {shared:>7,.2f} steps/s  ({shared / grouped:.1f}x)")
 
     print("Figure 4 programs, DNC (10 seeds, batch 64), training, each time step eager and compiled (compile_cells):")
     eager, compiled = (max(program_steps_per_second("dnc", c, 10, max(a.steps // 200, 3), device)

@@ -54,6 +54,7 @@ NEUTRAL = {
     ("compile_cells",): False,  # configs/config.yaml: recurrent cells' steps eager
     ("compile_forward",): False,  # configs/config.yaml: the autograd path's forward eager
     ("model", "compile_step"): False,  # configs/model/dnc.yaml: the DNC's step eager
+    ("task", "encoder", "shared_first_conv"): False,  # configs/task/mnist_*.yaml: a grouped first convolution
 }
 
 

@@ -348,3 +348,54 @@ def test_the_digit_encoder_is_torchs_own_network_for_each_member(pool):
         h = (F.max_pool2d(h, 2) if pool else h).flatten(1)  # [6, c2 * 16]
         h = F.relu(h @ enc.hidden.weight[m].T + enc.hidden.bias[m])
         torch.testing.assert_close(out[m], h @ enc.fc.weight[m].T + enc.fc.bias[m], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("encoder", ["digits", "canvas"])
+def test_a_first_convolution_shared_by_every_member_computes_the_grouped_ones_outputs_and_gradients(encoder):
+    """``shared_first_conv``: the batch every member reads goes through the first convolution once,
+    with every member's filters, where the reference copies it per member into a grouped one; the
+    same function to rounding, outputs and every weight's gradient."""
+    from baselines.convnet import CanvasEncoder, DigitEncoder
+    from nalu.ensemble import init_members
+
+    def make(shared: bool):
+        if encoder == "digits":
+            enc = DigitEncoder(10, 3, (8, 16), 32, shared_first_conv=shared)
+        else:
+            enc = CanvasEncoder(60, 16, 3, shared_first_conv=shared)
+        init_members(enc, [0, 1, 2])
+        return enc
+
+    side = 28 if encoder == "digits" else 60
+    images = torch.randint(0, 256, (1, 8, side, side), dtype=torch.uint8)
+    reference, shared = make(False), make(True)
+    outs = []
+    for enc in (reference, shared):
+        out = enc(images)
+        out.square().sum().backward()
+        outs.append(out)
+    assert outs[0].shape == outs[1].shape == (3, 8, 10 if encoder == "digits" else 16)
+    torch.testing.assert_close(outs[1], outs[0], rtol=1e-5, atol=1e-6)
+    for (name, a), (_, b) in zip(reference.named_parameters(), shared.named_parameters(), strict=True):
+        torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=1e-5, msg=name)
+    # members with inputs of their own ([M, N, ...]) still go through the grouped convolution
+    own = torch.randint(0, 256, (3, 8, side, side), dtype=torch.uint8)
+    torch.testing.assert_close(shared(own), reference(own), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("task", ["mnist_counting", "mnist_count_even"])
+def test_the_shared_first_convolution_is_a_config_value_that_reaches_the_encoder(fake_mnist, task):
+    from hydra import compose, initialize_config_dir
+
+    from suite.config import CONFIG_DIR
+    from suite.record import config_hash
+    from tasks.mnist import count_even, series
+
+    def built(*overrides: str):
+        with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+            cfg = compose("config", [f"task={task}", "model=nac", "seeds=2", *overrides])
+        return cfg, (count_even if task == "mnist_count_even" else series).factory_for(cfg)(1, 1, 2, True).encoder
+
+    (off, default), (on, shared) = built(), built("task.encoder.shared_first_conv=true")
+    assert not default.shared_first_conv and shared.shared_first_conv
+    assert config_hash(off) != config_hash(on)  # hashed: the same function to rounding, not to the bit

@@ -121,17 +121,25 @@ class CountingNet(nn.Module):
         return self.final(self.encoder(canvases))
 
 
-def run(cfg: DictConfig, log) -> dict:
+def factory_for(cfg: DictConfig):
+    """Builds the counting network up to its last layer, then ``task.final_layer``."""
     t = cfg.task
-    problem = CountEvenProblem(t, list(cfg.seeds), Path(cfg.data_dir))
 
     def factory(in_features: int, out_features: int, members: int, recurrent: bool) -> nn.Module:
-        encoder = CanvasEncoder(t.canvas, t.encoder.features, members, tuple(t.encoder.channels), t.encoder.init)
+        encoder = CanvasEncoder(t.canvas, t.encoder.features, members, tuple(t.encoder.channels), t.encoder.init,
+                                bool(t.encoder.get("shared_first_conv", False)))
         if t.final_layer == SEGUI:  # the count as a class: logits over 0..max_digits
             return CountingNet(encoder, ensemble.Linear(t.encoder.features, t.max_digits + 1, members))
         return CountingNet(encoder, ConstrainedLinear(t.encoder.features, 1, members, t.final_layer))
 
-    summary, _ = train_cell(cfg, problem, t.canvas * t.canvas, 1, False, log, select=VALIDATION, factory=factory)
+    return factory
+
+
+def run(cfg: DictConfig, log) -> dict:
+    t = cfg.task
+    problem = CountEvenProblem(t, list(cfg.seeds), Path(cfg.data_dir))
+    summary, _ = train_cell(cfg, problem, t.canvas * t.canvas, 1, False, log, select=VALIDATION,
+                            factory=factory_for(cfg))
     return {**summary, "final_layer": t.final_layer}
 
 

@@ -126,7 +126,8 @@ def factory_for(cfg: DictConfig):
 
     def factory(in_features: int, out_features: int, members: int, recurrent: bool) -> nn.Module:
         encoder = DigitEncoder(cfg.task.encoder.features, members, tuple(cfg.task.encoder.channels),
-                               cfg.task.encoder.hidden, bool(cfg.task.encoder.get("pool", False)))
+                               cfg.task.encoder.hidden, bool(cfg.task.encoder.get("pool", False)),
+                               bool(cfg.task.encoder.get("shared_first_conv", False)))
         core = core_factory(in_features=cfg.task.encoder.features, out_features=out_features,
                             members=members, recurrent=True)
         return OverDigits(encoder, EveryStep(core) if cfg.task.supervise == "every_step" else core)
