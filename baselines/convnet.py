@@ -146,11 +146,10 @@ class CanvasEncoder(nn.Module):
         self.fc = ensemble.Linear(side * side, out_features, members)
 
     def forward(self, canvases: Tensor) -> Tensor:
-        M, N = self.members, canvases.shape[1]
         x = canvases.to(next(self.parameters()).dtype)
         if canvases.dtype == torch.uint8:
             x = x / 255.0
-        x = members_on_channels(x, M, self.shared_first_conv)  # [N, M|1, S, S]
+        x = members_on_channels(x, self.members, self.shared_first_conv)  # [N, M|1, S, S]
         h = F.relu(self.density_map(x))  # [N, M, side, side]
         return F.relu(self.fc(h.flatten(2).transpose(0, 1).contiguous()))
 
