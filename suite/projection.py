@@ -1,6 +1,7 @@
 """How long cells will train here, before they start: the speed committed runs of their task and
-model reached in groups of the nearest size (``results/rates.csv``, which ``suite.timings``
-rebuilds from the evidence), times their steps and members. The runner says it before a group
+model, compiled as they are (``suite.timings.compiled``), reached in groups of the nearest size
+(``results/rates.csv``, which ``suite.timings`` rebuilds from the evidence), times their steps and
+members. The runner says it before a group
 trains (and a dry run per cell, as its share of the group it would train in); ``make
 reproduce-all DRY_RUN=1`` sums it per target."""
 

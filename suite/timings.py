@@ -142,7 +142,7 @@ def rates(evidence: Path = EVIDENCE_DIR) -> pd.DataFrame:
             if not (wall and steps) or len(g.get("sittings") or [None]) > 1:
                 continue
             members = len(g["seeds"]) * (1 + len(g.get("fused_with", [])))
-            rows.append({"task": g["task"], "model": g["model"], "compile": compiled(g.get("config") or {}),
+            rows.append({"task": g["task"], "model": g["model"], "compile": compiled(g.get("config") or {}, g.get("train_step")),
                          "members": members, "member_steps_per_s": steps * members / wall})
     df = pd.DataFrame(rows, columns=["task", "model", "compile", "members", "member_steps_per_s"])
     return (df.groupby(["task", "model", "compile", "members"], sort=True)
@@ -150,13 +150,16 @@ def rates(evidence: Path = EVIDENCE_DIR) -> pd.DataFrame:
             .round({"member_steps_per_s": 1}).reset_index())
 
 
-def compiled(config) -> str:
+def compiled(config, train_step: str | None = None) -> str:
     """What of a cell's model ran through torch.compile beyond the default training step: ``cells``
-    (``compile_cells``: the DNC's time steps), ``forward`` (``compile_forward``) or ``none``; each
-    trains at its own speed, so ``rates.csv`` and the projections keep them apart. ``config``: a
-    cell's, as a dict or a DictConfig."""
+    (``compile_cells``: the DNC's time steps), ``forward`` (``compile_forward``, which acts on the
+    autograd path only: ``train_step``, the step a finished cell trained with, where known) or
+    ``none``; each trains at its own speed, so ``rates.csv`` and the projections keep them apart.
+    ``config``: a cell's, as a dict or a DictConfig; before a run (a projection) the flags are all
+    there is to go by."""
     cells = (config.get("model") or {}).get("compile_step")  # the DNC's: ${compile_cells}, where a model has it
-    return "cells" if cells else "forward" if config.get("compile_forward") else "none"
+    forward = config.get("compile_forward") and train_step in (None, "autograd")
+    return "cells" if cells else "forward" if forward else "none"
 
 
 def minutes(x: float) -> str:

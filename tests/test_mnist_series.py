@@ -369,18 +369,22 @@ def test_a_first_convolution_shared_by_every_member_computes_the_grouped_ones_ou
     side = 28 if encoder == "digits" else 60
     images = torch.randint(0, 256, (1, 8, side, side), dtype=torch.uint8)
     reference, shared = make(False), make(True)
+    read = []  # the channels each first convolution reads: a copy per member, or the one batch
+    for enc in (reference, shared):
+        enc.conv1.register_forward_pre_hook(lambda module, args: read.append(args[0].shape[1]))
     outs = []
     for enc in (reference, shared):
         out = enc(images)
         out.square().sum().backward()
         outs.append(out)
-    assert outs[0].shape == outs[1].shape == (3, 8, 10 if encoder == "digits" else 16)
+    assert read == [3, 1] and outs[0].shape == outs[1].shape == (3, 8, 10 if encoder == "digits" else 16)
     torch.testing.assert_close(outs[1], outs[0], rtol=1e-5, atol=1e-6)
     for (name, a), (_, b) in zip(reference.named_parameters(), shared.named_parameters(), strict=True):
         torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=1e-5, msg=name)
     # members with inputs of their own ([M, N, ...]) still go through the grouped convolution
     own = torch.randint(0, 256, (3, 8, side, side), dtype=torch.uint8)
     torch.testing.assert_close(shared(own), reference(own), rtol=0, atol=0)
+    assert read[-2:] == [3, 3]
 
 
 @pytest.mark.parametrize("task", ["mnist_counting", "mnist_count_even"])

@@ -110,6 +110,9 @@ def test_rates_are_member_steps_per_second_of_one_sitting_groups_per_group_size(
     (tmp_path / f"{BUILT[0].name}.jsonl").write_text("".join(json.dumps(c) + "\n" for c in [*cells, compiled]))
     assert timings.rates(tmp_path).to_dict("records")[0] == {  # its own row: it trains at its own speed
         "task": "t", "model": "m", "compile": "cells", "members": 5, "groups": 1, "member_steps_per_s": 2000.0}
+    # compile_forward acts on the autograd path only: a cell that trained through the compiled step is "none"
+    assert timings.compiled({"compile_forward": True}, "autograd") == "forward"
+    assert timings.compiled({"compile_forward": True}, "compiled") == "none"
 
 
 def test_a_run_is_projected_from_the_nearest_group_size_and_warned_past_a_day(tmp_path):
