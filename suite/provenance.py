@@ -2,7 +2,7 @@
 the modules that differ from a cell's record; ``suite.record``), never a reason to rerun.
 
 A digest is taken of a file's syntax tree with its docstrings removed, so that editing comments,
-docstrings or layout does not invalidate finished cells; any change to what the code does does.
+docstrings or layout leaves a module's digest as it was; any change to what the code does shows.
 Tracked: the library (``nalu/``), the tasks and the baselines. Left out: this package
 (``suite/``): the table builders, which do not touch cells, and the runner's plumbing, which
 reaches a cell's numbers only through its config (hashed on its own: seeds, the
@@ -91,7 +91,7 @@ def snapshot() -> dict[str, str]:
 def imported(digests: dict[str, str]) -> dict[str, str]:
     """The entries of ``digests`` whose module this process has imported: the code a cell ran.
     A process that ran another task first (a reused worker) has that task's modules too, so a
-    cell may record more than it ran: an edit there redoes it needlessly, never skips a change."""
+    cell may record more than it ran: a dry run may then name a change the cell did not run."""
     loaded = set()
     for module in list(sys.modules.values()):
         f = getattr(module, "__file__", None)
