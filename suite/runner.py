@@ -306,7 +306,7 @@ def train(todo: list[Cell], task, code: dict) -> dict[int, dict]:
     made = {id(c): finish(c, {**r, "sittings": sittings}, imported(code), wall, [o.name for o in todo if o is not c])
             for c, r in zip(todo, results, strict=True)}
     checkpoint.remove()
-    (todo[0].out_dir / "sittings.json").unlink(missing_ok=True)
+    sittings_path.unlink(missing_ok=True)
     return made
 
 
