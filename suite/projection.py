@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import math
 from pathlib import Path
+from typing import NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -28,12 +29,22 @@ def committed_rates(rates: Path, mtime_ns: int) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def rate_of(cfgs: list[DictConfig], rates: Path = RATES) -> tuple[int, int, float, str] | None:
-    """(steps, members, member-steps/s, compile) of these cells (one group): the speed committed runs
-    of their task and model reached on this suite's machine in groups of the nearest size
-    (``results/rates.csv``), compiled as these are (``suite.timings.compiled``) where such runs are
-    committed, else as the runs that are (``compile`` says how); None without a committed rate or a
-    step count."""
+class Rate(NamedTuple):
+    """What a group's projection rests on: its steps and members, the committed speed in member-steps/s,
+    how the runs behind that speed were compiled (``mode``) and how this group is (``ours``)."""
+
+    steps: int
+    members: int
+    rate: float
+    mode: str
+    ours: str
+
+
+def rate_of(cfgs: list[DictConfig], rates: Path = RATES) -> Rate | None:
+    """The ``Rate`` of these cells (one group): the speed committed runs of their task and model
+    reached on this suite's machine in groups of the nearest size (``results/rates.csv``), compiled as
+    these are (``suite.timings.compiled``) where such runs are committed, else as the runs that are;
+    None without a committed rate or a step count."""
     from suite.timings import compiled
 
     cfg = cfgs[0]
@@ -47,14 +58,14 @@ def rate_of(cfgs: list[DictConfig], rates: Path = RATES) -> tuple[int, int, floa
               float(r["member_steps_per_s"]), r.get("compile", "none"))
              for r in committed_rates(rates, rates.stat().st_mtime_ns)
              if (r["task"], r["model"]) == (cfg.task.name, cfg.model.name)]
-    return (steps, members, *min(known)[2:]) if known else None
+    return Rate(steps, members, *min(known)[2:], ours=mode) if known else None
 
 
 def projected_s(cfgs: list[DictConfig], rates: Path = RATES, done: int = 0) -> float | None:
     """The seconds these cells (one group) will train (``rate_of``); ``done``: the steps a resumed
     run has behind it."""
     known = rate_of(cfgs, rates)
-    return None if known is None else (known[0] - done) * known[1] / known[2]
+    return None if known is None else (known.steps - done) * known.members / known.rate
 
 
 def duration(seconds: float) -> str:
@@ -69,14 +80,13 @@ def projection(cfgs: list[DictConfig], rates: Path = RATES, done: int = 0) -> st
     seconds = projected_s(cfgs, rates, done)
     if seconds is None or seconds < PROJECT_FROM_S:
         return None
-    steps, members, rate, mode = rate_of(cfgs, rates)
+    steps, members, rate, mode, ours = rate_of(cfgs, rates)
     cfg = cfgs[0]
-    from suite.timings import compiled
 
     def ran(m: str) -> str:
         return "without compile_cells or compile_forward" if m == "none" else f"with compile_{m}"
 
-    unlike = f", which ran {ran(mode)} (this one {ran(ours)})" if (ours := compiled(cfg)) != mode else ""
+    unlike = f", which ran {ran(mode)} (this one {ran(ours)})" if ours != mode else ""
     line = (f"projected {duration(seconds)} here ({steps - done:,.0f} steps x {members} members at {rate:,.0f} "
             f"member-steps/s, the speed of committed {cfg.task.name}/{cfg.model.name} runs{unlike}; "
             "another machine differs)")
