@@ -13,7 +13,8 @@ The model may sit on any device (``nalu.device``): batches are moved to it, and 
 
 Long runs survive being killed: given a ``Checkpoint``, ``fit`` saves everything its loop
 depends on (weights, optimiser, best-step weights and values, divergence, the loss sums, every
-random generator of the problem and the model, torch's global generator) atomically every
+random generator of the problem and the model, torch's global generator; a learning-rate schedule
+is a function of the step alone, ``lr_factor``) atomically every
 ``every_s`` seconds, and a later ``fit`` with the same checkpoint resumes from there. On one
 machine the resumed run ends with the same numbers as an uninterrupted one (a test kills one).
 A caller that must stop early (a signal: ``suite.runner.stop_signals``) sets the checkpoint's
@@ -24,6 +25,7 @@ next ``fit`` loses nothing.
 from __future__ import annotations
 
 import copy
+import math
 import os
 import time
 from collections.abc import Callable
@@ -37,7 +39,7 @@ from tqdm.auto import tqdm
 
 from nalu import device as devices
 from nalu import ensemble
-from nalu.errors import ConfigError
+from nalu.errors import ConfigError, check_choice
 from nalu.hooks import having
 from nalu.fast import training_step
 
@@ -59,6 +61,19 @@ class Problem(Protocol):
 
     def to(self, device: torch.device) -> Problem:
         """Move the fixed evaluation sets (and anything ``batch`` computes with) to ``device``."""
+
+
+LR_SCHEDULES = ("constant", "cosine")
+
+
+def lr_factor(schedule: str, steps: int) -> Callable[[int], float] | None:
+    """The learning rate's multiplier at each step ``t`` of ``1..steps`` (None: ``constant``, the
+    optimiser's own rate throughout). ``cosine``: ``(1 + cos(pi (t - 1) / steps)) / 2``, 1 at the first
+    step down towards 0 at the last (Loshchilov & Hutter 2017, SGDR, without restarts)."""
+    check_choice("lr_schedule", schedule, LR_SCHEDULES)
+    if schedule == "constant":
+        return None
+    return lambda t: 0.5 * (1.0 + math.cos(math.pi * (t - 1) / steps))
 
 
 def squared_error(output: Tensor, target: Tensor) -> Tensor:
@@ -194,7 +209,12 @@ def fit(
     train_step: str = "autograd",
     compile_wrapper: str = "python",
     compile_forward: bool = False,
+    lr_schedule: str = "constant",
 ) -> FitResult:
+    """Train every member of ``model`` on ``problem`` for ``steps`` steps, evaluating on
+    ``eval_every``'s schedule and keeping each member's best by ``select``. ``lr_schedule``
+    (``lr_factor``) scales every parameter group's rate at each step; a scheduled run trains through
+    autograd (the compiled step holds its rate fixed)."""
     start = time.perf_counter()
     evaluates = eval_every if isinstance(eval_every, EvalSchedule) else EvalSchedule(eval_every)
     M = problem.members
@@ -209,7 +229,10 @@ def fit(
     post_step = having(model, "after_step")  # clamps, re-initialisation (nalu.hooks)
     rngs = generators(problem, model)
     own_loss = getattr(problem, "loss", None)  # a problem's own loss trains through autograd
-    fast = training_step(train_step, model, optimizer, compile_wrapper) if own_loss is None else None  # None: autograd
+    factor = lr_factor(lr_schedule, steps)
+    base_lrs = [g["lr"] for g in optimizer.param_groups]  # before a checkpoint's state replaces them
+    fast = (training_step(train_step, model, optimizer, compile_wrapper)
+            if own_loss is None and factor is None else None)  # None: autograd
     take_step = fast or AutogradStep(model, optimizer, own_loss or squared_error, compile_forward)
 
     def evaluate(step: int) -> Metrics:
@@ -267,6 +290,9 @@ def fit(
         checkpoint.listening = True
     for step in range(first, steps + 1):
         x, y = (t.to(dev) for t in problem.batch())
+        if factor:
+            for group, lr in zip(optimizer.param_groups, base_lrs, strict=True):
+                group["lr"] = lr * factor(step)
         loss_m = take_step(x, y, alive, step)  # members dying at this step are not updated
         newly_dead = ~torch.isfinite(loss_m) & alive
         if newly_dead.any():

@@ -10,7 +10,8 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from nalu import device as devices
-from nalu.errors import ConfigError
+from nalu.errors import ConfigError, check_choice
+from nalu.train import LR_SCHEDULES
 from suite.provenance import ROOT
 from tasks import Task
 
@@ -110,6 +111,7 @@ def check_values(cfg: DictConfig) -> None:
     reuse = cfg.get("reuse")
     if reuse is not None and not (isinstance(reuse, str) and (ROOT / reuse).is_dir()):
         raise ConfigError(f"reuse must be a folder of evidence files (results/evidence) or null, got {reuse!r}")
+    check_choice("lr_schedule", cfg.get("lr_schedule", "constant"), LR_SCHEDULES)
     lr = cfg.get("optimizer", {}).get("lr")
     if lr is not None and not (isinstance(lr, int | float) and lr > 0):
         raise ConfigError(f"optimizer.lr must be a positive number, got {lr!r}")

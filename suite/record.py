@@ -55,6 +55,7 @@ NEUTRAL = {
     ("compile_forward",): False,  # configs/config.yaml: the autograd path's forward eager
     ("model", "compile_step"): False,  # configs/model/dnc.yaml: the DNC's step eager
     ("task", "encoder", "shared_first_conv"): False,  # configs/task/mnist_*.yaml: a grouped first convolution
+    ("lr_schedule",): "constant",  # configs/config.yaml: the optimiser's rate throughout
 }
 
 

@@ -89,6 +89,7 @@ def train_cell(
         select=select, log=log.metrics, progress=cfg.progress, desc=log.name,
         checkpoint=getattr(log, "checkpoint", None), train_step=cfg.get("train_step", "autograd"),
         compile_wrapper=cfg.get("compile_wrapper", "python"), compile_forward=cfg.get("compile_forward", False),
+        lr_schedule=cfg.get("lr_schedule", "constant"),
     )
     summary = {
         "steps": result.steps,

@@ -49,13 +49,13 @@ def fresh(model_name: str, extra: list[str] = ()):
     return model, problem, torch.optim.Adam(model.parameters(), lr=1e-2)
 
 
-def run(model, problem, opt, checkpoint=None, logged=None, mode="autograd"):
+def run(model, problem, opt, checkpoint=None, logged=None, mode="autograd", schedule="constant"):
     def log(step, metrics):
         if logged is not None:
             logged.append((step, {k: v.clone() for k, v in metrics.items()}))
 
     return fit(model, problem, opt, steps=STEPS, eval_every=EVERY, select="validation", progress=False,
-               checkpoint=checkpoint, log=log, train_step=mode)
+               checkpoint=checkpoint, log=log, train_step=mode, lr_schedule=schedule)
 
 
 def same(a, b) -> None:
@@ -72,25 +72,28 @@ def same(a, b) -> None:
 # nalu: the plain loop; nmu: a regulariser ramped in mid-run and clamping; inalu: re-initialisation
 # drawn from the unit's own generators, with a loss ring in non-persistent buffers
 # functional: the compiled step's function, which must pick up the optimiser state a resume loads
-@pytest.mark.parametrize("model_name,extra,mode", [
-    ("nalu", [], "autograd"), ("nmu", [], "autograd"), ("nmu", [], "functional"),
-    ("inalu", ["model.reinit_every=20", "model.reinit_window=10"], "autograd"),
+# cosine: a learning rate that changes every step, which the resumed run must take up at the step it left
+@pytest.mark.parametrize("model_name,extra,mode,schedule", [
+    ("nalu", [], "autograd", "constant"), ("nmu", [], "autograd", "constant"),
+    ("nmu", [], "functional", "constant"),
+    ("inalu", ["model.reinit_every=20", "model.reinit_window=10"], "autograd", "constant"),
+    ("nalu", [], "autograd", "cosine"),
 ])
-def test_killed_fit_resumes_to_the_uninterrupted_result(tmp_path, model_name, extra, mode):
+def test_killed_fit_resumes_to_the_uninterrupted_result(tmp_path, model_name, extra, mode, schedule):
     whole_log: list = []
-    whole = run(*fresh(model_name, extra), logged=whole_log, mode=mode)
+    whole = run(*fresh(model_name, extra), logged=whole_log, mode=mode, schedule=schedule)
 
     dies = 150  # between two evaluations, after a regulariser ramp has begun
     ckpt = Checkpoint(tmp_path / "checkpoint.pt", every_s=0.0, key="k")
     model, problem, opt = fresh(model_name, extra)
     with pytest.raises(Killed):
-        run(model, dies_at(problem, dies), opt, checkpoint=ckpt, mode=mode)
+        run(model, dies_at(problem, dies), opt, checkpoint=ckpt, mode=mode, schedule=schedule)
     assert ckpt.step() == dies - 1
 
     rewound = []
     ckpt.on_resume = rewound.append
     resumed_log: list = []
-    resumed = run(*fresh(model_name, extra), checkpoint=ckpt, logged=resumed_log, mode=mode)
+    resumed = run(*fresh(model_name, extra), checkpoint=ckpt, logged=resumed_log, mode=mode, schedule=schedule)
     assert resumed.train_step == mode
     assert resumed.resumed_from == dies - 1 and rewound == [dies - 1]
     same(whole, resumed)

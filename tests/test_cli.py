@@ -42,6 +42,8 @@ RUN = ["-m", "suite.run"]
     (["task.batch_size=0"], "task.batch_size must be a positive integer, got 0"),
     (["task.eval_every=0"], "task.eval_every must be a positive integer, got 0"),
     (["optimizer.lr=-1"], "optimizer.lr must be a positive number, got -1"),
+    (["lr_schedule=linear"], "unknown lr_schedule 'linear'; valid: constant, cosine"),
+    (["task=gridworld_time", "lr_schedule=cosine"], "use lr_schedule=constant"),
     (["optimizer.lr=inf"], "optimizer.lr must be a finite number, got inf"),
     (["model.eps=nan"], "model.eps must be a finite number, got nan"),
     (["task.steps=1e12"], "task.steps must be a positive integer, got 1000000000000.0"),

@@ -163,6 +163,9 @@ def test_a_knob_added_later_keeps_finished_cells_at_its_neutral_value():
         assert config_hash(cfg) == config_hash(without(without(cfg, "compile_cells"), "model", "compile_step"))
         compiled = compose(["task=program_eval", f"model={model}", "compile_cells=true"])
         assert compiled.model.compile_step is True and config_hash(compiled) != config_hash(cfg)
+    cfg = compose(["task=program_eval", "model=lstm"])  # the opt-in learning-rate schedule
+    assert cfg.lr_schedule == "constant" and config_hash(cfg) == config_hash(without(cfg, "lr_schedule"))
+    assert config_hash(compose(["task=program_eval", "model=lstm", "lr_schedule=cosine"])) != config_hash(cfg)
 
 
 def test_an_unknown_variant_is_refused_in_one_line_listing_the_targets_own():

@@ -11,7 +11,7 @@ from torch import nn
 from nalu.ensemble import init_members
 from nalu.errors import ConfigError
 from nalu.fast import CompiledStep, unsupported
-from nalu.train import AutogradStep, fit
+from nalu.train import AutogradStep, fit, lr_factor
 from nalu.units.nau import NAU
 from tasks.arithmetic import ArithmeticProblem
 from tasks.cell import build_model, model_factory
@@ -234,6 +234,31 @@ def test_unsupported_models_and_optimisers_take_the_autograd_path():
     assert "weight decay" in unsupported(nalu, torch.optim.Adam(nalu.parameters(), weight_decay=0.1))
     inalu = build_model(model_factory(compose(["model=inalu"]).model), 100, 1, 2)
     assert "INALU" in unsupported(inalu, torch.optim.Adam(inalu.parameters()))
+
+
+def test_a_cosine_schedule_sets_each_steps_rate_and_trains_through_autograd():
+    """The rate of step t is lr (1 + cos(pi (t - 1) / steps)) / 2: lr at the first step, half of it
+    midway, above 0 at the last; the compiled step holds its rate fixed, so a scheduled run takes
+    the autograd path even where it asks for the compiled one."""
+    rates: list[float] = []
+
+    class Recording(torch.optim.Adam):
+        def step(self, closure=None):
+            rates.append(self.param_groups[0]["lr"])
+            return super().step(closure)
+
+    steps, lr = 20, 1e-2
+    cfg = compose(TINY_ARITHMETIC + ["model=nalu", "task.op=mul", f"task.steps={steps}", f"seeds={len(SEEDS)}"])
+    problem = ArithmeticProblem(cfg.task, SEEDS, False)
+    model = build_model(model_factory(cfg.model), cfg.task.input_size, 1, len(SEEDS), False)
+    init_members(model, SEEDS)
+    result = fit(model, problem, Recording(model.parameters(), lr=lr), steps=steps, eval_every=10, progress=False,
+                 train_step="compiled", lr_schedule="cosine")
+    assert result.train_step == "autograd" and len(rates) == steps
+    assert rates[0] == lr and rates[steps // 2] == pytest.approx(lr / 2) and 0 < rates[-1] < lr * 0.01
+    assert all(a > b for a, b in zip(rates, rates[1:]))
+    assert rates == pytest.approx([lr * lr_factor("cosine", steps)(t) for t in range(1, steps + 1)], rel=1e-15)
+    assert lr_factor("constant", steps) is None
 
 
 def run_float32(model_name: str, mode: str, steps: int, perturb: bool = False):

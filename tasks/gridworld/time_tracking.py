@@ -94,6 +94,9 @@ def check(cfg: DictConfig) -> None:
     if not t.env.max_distance <= lo <= hi <= MAX_COMMAND:
         raise ConfigError(f"task.eval.commands must be [low, high] with max_distance <= low <= high <= {MAX_COMMAND}, "
                           f"got {[lo, hi]}")
+    if cfg.get("lr_schedule", "constant") != "constant":
+        raise ConfigError(f"lr_schedule={cfg.lr_schedule}: the A3C's workers step a shared Adam at its fixed rate; "
+                          "use lr_schedule=constant")
     opt = cfg.optimizer
     if opt.get("weight_decay", 0) or opt.get("amsgrad", False):
         raise ConfigError("A3C's shared Adam uses optimizer.lr, betas and eps only: weight_decay and amsgrad "
