@@ -169,7 +169,7 @@ reproduce-table5: install  ## Table 5 + Figure 1: identity function, 17 models x
 
 reproduce-figure4: NAME = figure4$(V)
 reproduce-figure4: SWEPT = multirun/figure4$(V)
-reproduce-figure4: install  ## Figure 4: program evaluation, 7 models x 2 tasks x 3 seeds -> results/figure4.* (VARIANT=numbers: numeric tokens; builder: a recurrent NALU that can build numbers; builder_long: it at 100k steps; trained: 5x the steps, state 64, 10 seeds)
+reproduce-figure4: install  ## Figure 4: program evaluation, 7 models x 2 tasks x 3 seeds -> results/figure4.* (VARIANT=numbers: numeric tokens; builder: a recurrent NALU that can build numbers; builder_long: it at 100k steps; trained: 5x the steps, state 64, 10 seeds; programs_long: the baselines' programs at 60k steps, cosine-decayed rate)
 	$(BEGIN)
 	$(RUN) -m +experiment=figure4$(V) $(SWEEP)
 	$(EVIDENCE)

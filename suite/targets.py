@@ -43,6 +43,7 @@ BUILT = [
     Built("table5", "table5"),
     Built("figure4", "figure4"), Built("figure4_numbers", "figure4"), Built("figure4_builder", "figure4"),
     Built("figure4_builder_long", "figure4"), Built("figure4_trained", "figure4"),
+    Built("figure4_programs_long", "figure4"),
     Built("figure5", "figure5"), Built("figure5_wirings", "figure5", reads=("figure5",)),
     Built("figure5_late_zero", "figure5"),
     Built("protocol_search", "protocol_search"), Built("protocol_search_recurrent", "protocol_search"),
