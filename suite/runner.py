@@ -215,6 +215,16 @@ class Announcing:
         return getattr(self.log, name)
 
 
+class CellsBusy(ConfigError):
+    """Cells another process is making (it holds their locks), left to it: ``names`` of ``total``.
+    The fused launcher goes on with the sweep's other groups and names these at the end."""
+
+    def __init__(self, names: list[str], total: int):
+        self.names = names
+        super().__init__(f"{len(names)} of {total} cells were being made by another process and left to it "
+                         f"({cells_text(names)}); run this command again once it ends")
+
+
 def run_cells(jobs: list[CellJob]) -> list[dict | None]:
     """Make every cell of ``jobs`` that is not up to date; together, as one batched model, where
     there are several (their task's ``run_group``; the fused launcher hands only cells of one
@@ -245,8 +255,7 @@ def run_cells(jobs: list[CellJob]) -> list[dict | None]:
             print(f"busy {c.name}: another process is making it in {c.out_dir}; left to that one", file=sys.stderr)
         made = train([c for c in todo if c not in busy], task, code) if len(busy) < len(todo) else {}
     if busy:
-        raise ConfigError(f"{len(busy)} of {len(todo)} cells were being made by another process and left to it "
-                          f"({cells_text([c.name for c in busy])}); run this command again once it ends")
+        raise CellsBusy([c.name for c in busy], len(todo))
     return [made.get(id(c)) if c is not None else None for c in cells]
 
 
@@ -464,9 +473,12 @@ def discard_if_untouched(out_dir: Path) -> None:
 
 
 def run_group_main(jobs: list[CellJob]) -> None:
-    """``run_cells`` with the runner's one-line errors (the fused launcher's task function)."""
+    """``run_cells`` with the runner's one-line errors (the fused launcher's task function); cells
+    another process is making are raised as ``CellsBusy``, for the launcher to go on past them."""
     try:
         run_cells(jobs)
+    except CellsBusy:  # their folders are the other process's: nothing here to discard
+        raise
     except ConfigError as e:
         for job in jobs:
             discard_if_untouched(job.out_dir)

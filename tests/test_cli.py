@@ -418,3 +418,27 @@ def test_a_cell_another_process_is_making_is_left_to_it_and_the_command_says_so(
     assert not (cell / "metrics.json").exists() and not (cell / ".hydra").exists()
     cli(args, workdir)
     assert json.loads((cell / "metrics.json").read_text())["complete"]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_sweep_started_twice_leaves_the_busy_cell_to_the_first_and_makes_the_others(workdir, jobs):
+    """The fused launcher goes on past a cell whose lock another process holds: the sweep's other
+    groups train, the busy cell's folder (the other process's, its history just begun) is left as it
+    is, and the command exits non-zero naming it."""
+    import fcntl
+
+    args = RUN + ["-m", "model=nac,none", "task.op=add", "name=twice", "hydra/launcher=fused",
+                  f"hydra.launcher.n_jobs={jobs}", "hydra.sweep.subdir=cell${hydra.job.num}"] + TINY_ARITHMETIC
+    busy = workdir / "multirun" / "twice" / "cell0"  # model=nac, the sweep's first cell
+    busy.mkdir(parents=True)
+    (busy / "history.csv").write_text("step,seed,metric,value\n")  # the other process's, before its first row
+    with open(busy / ".lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        p = cli(args, workdir, check=False)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.strip().splitlines()[-1] == (
+        "error: left to another process that was making them: static/add/nac; the sweep's other cells ran; "
+        "run this command again once it ends"), p.stderr
+    made = [json.loads(m.read_text()) for m in workdir.rglob("metrics.json")]
+    assert [(m["model"], m["complete"]) for m in made] == [("none", True)]
+    assert (busy / "history.csv").read_text() == "step,seed,metric,value\n" and not (busy / ".hydra").exists()

@@ -40,10 +40,14 @@ log = logging.getLogger(__name__)
 Job = tuple[int, DictConfig, str]  # (job number, its sweep config, its values of the swept keys)
 
 
-def execute_group(hydra_context: HydraContext, jobs: list[Job], singleton_state: dict) -> list[JobReturn]:
+def execute_group(hydra_context: HydraContext, jobs: list[Job], singleton_state: dict,
+                  busy: list[str] | None = None) -> list[JobReturn]:
     """Set up every cell of a group as Hydra would for a job (folder, ``.hydra/``), then train
-    them together (``suite.runner.run_group_main``)."""
-    from suite.runner import CellJob, run_group_main
+    them together (``suite.runner.run_group_main``). Cells another process is making are left to
+    it: named in ``busy`` where given (the sweep goes on and names them at its end), else the
+    runner's one-line error (an array task, which the submitting machine reports)."""
+    from nalu.errors import exit_with
+    from suite.runner import CellJob, CellsBusy, run_group_main
 
     setup_globals()
     Singleton.set_state(singleton_state)
@@ -61,7 +65,12 @@ def execute_group(hydra_context: HydraContext, jobs: list[Job], singleton_state:
 
         returns.append(run_job(hydra_context=hydra_context, task_function=collect, config=sweep_config,
                                job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir"))
-    run_group_main(cells)
+    try:
+        run_group_main(cells)
+    except CellsBusy as e:
+        if busy is None:
+            exit_with(e)
+        busy.extend(e.names)
     return returns
 
 
@@ -163,6 +172,7 @@ class FusedLauncher(Launcher):
         for group in groups:
             log.info("\t" + " | ".join(" ".join(filter_overrides(c.hydra.overrides.task)) for _, c, _ in group))
         state = Singleton.get_state()
+        busy: list[str] = []  # cells another process was making, left to it
         if self.cluster:
             results = self.launch_submitit(groups, state, sweep_dir)
         elif self.n_jobs > 1 and len(groups) > 1:
@@ -177,10 +187,18 @@ class FusedLauncher(Launcher):
             stops = [r.status for r in results if isinstance(r, GroupStopped)]
             if stops or len(results) < len(groups):  # stopped, or stopped before every group started
                 raise SystemExit(stops[0] if stops else 128 + stopping[0])
+            busy = [name for r in results for name in r.busy]
+            results = [r.returns for r in results]
         else:
-            results = [execute_group(self.hydra_context, g, state) for g in groups]
+            results = [execute_group(self.hydra_context, g, state, busy) for g in groups]
         by_idx = {idx: ret for group, rets in zip(groups, results, strict=True)
                   for (idx, _, _), ret in zip(group, rets, strict=True)}
+        if busy:
+            from nalu.errors import ConfigError, exit_with
+            from suite.config import cells_text
+
+            exit_with(ConfigError(f"left to another process that was making them: {cells_text(busy)}; the sweep's "
+                                  "other cells ran; run this command again once it ends"))
         return [by_idx[idx] for idx in sorted(by_idx)]
 
     def launch_submitit(self, groups: list[list[Job]], state: dict, sweep_dir: Path) -> list[list[JobReturn]]:
@@ -277,6 +295,14 @@ def last_line(path: Path, error: Exception) -> str:
     return errors[-1] if errors else (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
+class GroupRan(NamedTuple):
+    """What a group returns from a worker process: its jobs' returns, and the cells it left to
+    another process that was making them."""
+
+    returns: list[JobReturn]
+    busy: list[str]
+
+
 class GroupStopped(NamedTuple):
     """What a group stopped by a signal returns from a worker process: the status to exit with."""
 
@@ -284,12 +310,13 @@ class GroupStopped(NamedTuple):
 
 
 def stoppable_group(hydra_context: HydraContext, jobs: list[Job],
-                    singleton_state: dict) -> list[JobReturn] | GroupStopped:
+                    singleton_state: dict) -> GroupRan | GroupStopped:
     """``execute_group`` in a worker process, a stop by SIGTERM or SIGUSR2 (its checkpoint saved,
     ``suite.runner.stopped``) returned as ``GroupStopped`` rather than raised: raised, it would end
     the pool at once, killing the other workers before they have saved theirs."""
     try:
-        return execute_group(hydra_context, jobs, singleton_state)
+        busy: list[str] = []
+        return GroupRan(execute_group(hydra_context, jobs, singleton_state, busy), busy)
     except SystemExit as e:
         if e.code in (128 + signal.SIGTERM, 128 + signal.SIGUSR2):
             return GroupStopped(e.code)
