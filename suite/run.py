@@ -29,7 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 from nalu.errors import ConfigError, exit_with
 from suite import runner
 from suite.config import CONFIG_DIR, cell_name
-from suite.runner import CellsBusy, discard_if_untouched, label, run_job, shown_overrides
+from suite.runner import discard_if_untouched, label, run_job, shown_overrides
 
 REFUSED: list[str] = []  # cells of this process's sweep refused so far (Hydra's basic launcher)
 SEEN: list[str] = []  # every cell of it asked so far
@@ -47,8 +47,7 @@ def _hydra_main(cfg: DictConfig) -> None:
     try:
         run_job(cfg, out_dir, overrides)
     except ConfigError as e:
-        if not isinstance(e, CellsBusy):  # a busy cell's folder is the other process's
-            discard_if_untouched(out_dir)
+        discard_if_untouched(out_dir)
         if hc.mode != RunMode.MULTIRUN:
             exit_with(e)
         name = label(cell_name(cfg), overrides)

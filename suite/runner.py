@@ -455,15 +455,21 @@ def discard_if_untouched(out_dir: Path) -> None:
     """Remove the folder made for a refused cell (Hydra's ``.hydra/`` and ``run.log``, its first
     ``sittings.json``, a ``history.csv`` holding only its header) where it holds nothing else, with
     the folders above it that then hold nothing: a refusal leaves no half-made run behind, and never
-    touches a cell's results."""
-    shutil.rmtree(out_dir / PENDING, ignore_errors=True)
-    made = {".hydra", "run.log", "history.csv", "sittings.json", ".lock"}
-    if not out_dir.is_dir() or not {p.name for p in out_dir.iterdir()} <= made:
+    touches a cell's results. A folder whose lock another process holds is that process's (a cell
+    it is making, its history perhaps not begun): it is left as it is."""
+    if not out_dir.is_dir():
         return
-    history = out_dir / "history.csv"
-    if history.exists() and len(history.read_text().splitlines()) > 1:
-        return
-    shutil.rmtree(out_dir, ignore_errors=True)
+    with cell_lock(out_dir) as mine:
+        if not mine:
+            return
+        shutil.rmtree(out_dir / PENDING, ignore_errors=True)
+        made = {".hydra", "run.log", "history.csv", "sittings.json", ".lock"}
+        if not {p.name for p in out_dir.iterdir()} <= made:
+            return
+        history = out_dir / "history.csv"
+        if history.exists() and len(history.read_text().splitlines()) > 1:
+            return
+        shutil.rmtree(out_dir, ignore_errors=True)
     # and the folders made above it for it alone (runs/<name>/<cell>/), up to the working directory
     here = Path.cwd().resolve()
     for parent in out_dir.resolve().parents:
@@ -477,9 +483,9 @@ def run_group_main(jobs: list[CellJob]) -> None:
     another process is making are raised as ``CellsBusy``, for the launcher to go on past them."""
     try:
         run_cells(jobs)
-    except CellsBusy:  # their folders are the other process's: nothing here to discard
-        raise
     except ConfigError as e:
         for job in jobs:
             discard_if_untouched(job.out_dir)
+        if isinstance(e, CellsBusy):  # the launcher goes on with the sweep's other groups
+            raise
         exit_with(e)

@@ -442,3 +442,22 @@ def test_a_sweep_started_twice_leaves_the_busy_cell_to_the_first_and_makes_the_o
     made = [json.loads(m.read_text()) for m in workdir.rglob("metrics.json")]
     assert [(m["model"], m["complete"]) for m in made] == [("none", True)]
     assert (busy / "history.csv").read_text() == "step,seed,metric,value\n" and not (busy / ".hydra").exists()
+
+
+def test_an_untouched_folder_is_discarded_unless_another_process_holds_its_lock(tmp_path, monkeypatch):
+    """A refused cell's folder (only its header written) is removed, with the folders made for it;
+    the same folder while another process holds its lock is that process's cell, begun: kept."""
+    import fcntl
+
+    from suite.runner import discard_if_untouched
+
+    monkeypatch.chdir(tmp_path)
+    cell = tmp_path / "runs" / "sweep" / "cell0"
+    cell.mkdir(parents=True)
+    (cell / "history.csv").write_text("step,seed,metric,value\n")
+    with open(cell / ".lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        discard_if_untouched(cell)
+        assert (cell / "history.csv").read_text() == "step,seed,metric,value\n"
+    discard_if_untouched(cell)
+    assert not (tmp_path / "runs").exists()
