@@ -156,3 +156,20 @@ def test_trained_as_the_paper_says_holds_table3_table4_and_figure5_to_their_in_d
                        {"agent": "a3c_nac", "command": 19, "mean": -1.0, "in_training": False}])
     assert [(c.cell, c.agrees) for c in claims.figure5_trained(f5)] == [("a3c command 5", True),
                                                                         ("a3c_nac command 12", False)]
+
+
+def test_the_glance_sets_apart_the_verdicts_of_tables_whose_models_were_trained_as_the_paper_says():
+    """A verdict from an untrained setup tests the setup; the last column keeps only the tables
+    whose ``trained`` rule holds, says when none does yet, and n/a for a claim without one."""
+    reading = "in range (100): every model 90% exact"
+    rows = [("programs-addition", "figure4", reading, "not reproduced", "no"),
+            ("programs-addition", "figure4_trained", reading, "mixed", "yes"),
+            ("programs-conditional", "figure4_trained", reading, "not reproduced", "no"),
+            ("units-rates", "units", next(c for c in CLAIMS if c.id == "units-rates").readings[0].name, "mixed", "n/a")]
+    df = pd.DataFrame(rows, columns=["claim", "table", "reading", "verdict", "trained"])
+    lines = {line.split(" (")[0].lstrip("| "): line for line in glance(df).splitlines()[2:]}
+    assert lines["programs-addition"].endswith(
+        f"| {reading}: **not reproduced** (figure4), **mixed** (figure4_trained); beyond (10,000): the NALU models 90% "
+        f"exact: not run | {reading}: **mixed** (figure4_trained) |")
+    assert lines["programs-conditional"].endswith("| in no table yet |")
+    assert lines["units-rates"].endswith("| n/a |")
