@@ -139,8 +139,8 @@ def test_a_results_folder_without_tables_is_one_line_and_exit_2_with_nothing_wri
 
 
 def test_trained_as_the_paper_says_holds_table3_table4_and_figure5_to_their_in_domain_numbers():
-    """Table 3: training MAE at most twice the paper's; Table 4: Seguí et al.'s head within 5
-    points of the reference's 85.3% (no check where the table has no such head); Figure 5: mean
+    """Table 3: training MAE at most twice the paper's; Table 4: Seguí et al.'s head at most 5
+    points below the reference's 85.3%, any amount above it (no check where the table has no such head); Figure 5: mean
     reward at least 0.9 on each training command, the commands beyond it not read."""
     t3 = pd.DataFrame([{"model": "lstm_sum", "ours_train": 0.005, "paper_train": 0.003},
                        {"model": "lstm_nalu", "ours_train": 0.3, "paper_train": 0.12},
@@ -150,6 +150,7 @@ def test_trained_as_the_paper_says_holds_table3_table4_and_figure5_to_their_in_d
     t4 = pd.DataFrame([{"layer": "previous_best_wx_plus_b", "ours": 80.4}, {"layer": "nac", "ours": 50.0}])
     assert [c.agrees for c in claims.table4_trained(t4)] == [True]
     assert [c.agrees for c in claims.table4_trained(t4.assign(ours=[80.2, 50.0]))] == [False]
+    assert [c.agrees for c in claims.table4_trained(t4.assign(ours=[92.9, 50.0]))] == [True]  # better trained
     assert claims.table4_trained(t4.assign(ours=[math.nan, 50.0])) == []  # the parity variant: no such head
     f5 = pd.DataFrame([{"agent": "a3c", "command": 5, "mean": 0.95, "in_training": True},
                        {"agent": "a3c_nac", "command": 12, "mean": 0.89, "in_training": True},
