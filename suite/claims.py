@@ -491,7 +491,7 @@ def markdown(df: pd.DataFrame) -> str:
             "is at the paper's level inside its training domain in the same table, so that a failure outside "
             "it tests extrapolation (Table 1: its interpolation rows; Table 2: single digits, within 5 points; "
             "Table 3: the LSTM + NALU's and the LSTM's training MAE at most twice the paper's; Table 4: "
-            f"Seguí et al.'s head within 5 points of the {segui_reference():g}% exact of the reference reimplementation, "
+            f"Seguí et al.'s head at most 5 points below the {segui_reference():g}% exact of the reference reimplementation, "
             "fomorians/counting-mnist; Figure 4: the baselines 90% exact below 100; Figure 5: each agent's "
             "mean reward at least 0.9 on every training command); n/a where the paper gives no in-domain "
             "number or the claim is itself about the training domain.",
