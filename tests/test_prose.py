@@ -17,7 +17,10 @@ import pytest
 from .conftest import ROOT
 
 PAGES = [ROOT / "results" / "README.md", ROOT / "README.md"]
-CITED = re.compile(r"(\S+) \[↗\]\(([\w./]+\.csv) \"([^\"]+)\"\)")
+# a number (no spaces), or a verdict in italics ("*not reproduced*"), then its source
+CITED = re.compile(r"(\*[^*\n]+\*|\S+) \[↗\]\(([\w./]+\.csv) \"([^\"]+)\"\)")
+VERDICT = re.compile(r"\*(reproduced|not reproduced|mixed)\*")  # the words of results/claims.md
+PAIR = re.compile(r"(\w+)=(.*?)(?= \w+=|$)")  # key=value, a value running to the next key (claims.csv's readings have spaces)
 
 
 def citations() -> list[tuple[str, str, str, str]]:
@@ -28,15 +31,14 @@ def citations() -> list[tuple[str, str, str, str]]:
     return out
 
 
-def lookup(table: str, query: str) -> float:
+def lookup(table: str, query: str) -> str:
     keys, _, column = query.rpartition(": ")
     df = pd.read_csv(ROOT / "results" / table, dtype=str, keep_default_na=False)
     rows = df
-    for pair in keys.split():
-        k, _, v = pair.partition("=")
+    for k, v in PAIR.findall(keys):
         rows = rows[rows[k] == v]
     assert len(rows) == 1, f"{table} \"{query}\" selects {len(rows)} rows"
-    return float(rows.iloc[0][column])
+    return rows.iloc[0][column]
 
 
 def agrees(printed: str, actual: float) -> bool:
@@ -67,7 +69,22 @@ def test_the_overview_quotes_numbers_with_their_sources():
 @pytest.mark.parametrize("page,printed,table,query", citations(), ids=lambda x: str(x)[:40])
 def test_a_quoted_number_is_its_table_row(page, printed, table, query):
     actual = lookup(table, query)
-    assert agrees(printed, actual), f"{page} quotes {printed} for {table} \"{query}\", which holds {actual!r}"
+    if printed.startswith("*"):  # a verdict (claims.csv's verdict or trained), word for word
+        assert printed.strip("*") == actual, f"{page} says {printed} for {table} \"{query}\", which holds {actual!r}"
+    else:
+        assert agrees(printed, float(actual)), f"{page} quotes {printed} for {table} \"{query}\", which holds {actual!r}"
+
+
+def test_a_verdict_the_overview_states_in_the_claims_words_names_its_row_of_claims_csv():
+    """Prose that says *mixed*, *reproduced* or *not reproduced* quotes results/claims.csv (a claim,
+    a table and a reading), so that a verdict the evidence no longer gives fails here."""
+    text = CITED.sub("", (ROOT / "results" / "README.md").read_text())
+    assert not VERDICT.findall(text), f"verdicts without a source in results/README.md: {VERDICT.findall(text)}"
+
+
+def test_a_verdict_query_selects_by_values_with_spaces():
+    query = "claim=programs-addition table=figure4_trained reading=in range (100): every model 90% exact: verdict"
+    assert lookup("claims.csv", query) == "mixed"
 
 
 def test_no_decimal_in_the_overview_is_typed_without_a_source():
