@@ -19,7 +19,7 @@ RESULTS = ROOT / "results"
 PENDING = {
            "figure5_late_zero",
            "table3_paper_grid",
-           "table4_long", "figure4_programs_long"}
+           "figure4_programs_long"}
 
 
 def with_evidence() -> list:
