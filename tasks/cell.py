@@ -11,6 +11,7 @@ from torch import nn
 from nalu import device as devices
 from nalu.ensemble import init_members
 from nalu.errors import ConfigError
+from nalu.optim import member_optimizer
 from nalu.train import EvalSchedule, FitResult, Problem, fit
 from tasks.metrics import Member
 
@@ -70,11 +71,12 @@ def eval_schedule(task: DictConfig) -> EvalSchedule:
 def train_cell(
     cfg: DictConfig, problem: Problem, in_features: int, out_features: int, recurrent: bool,
     log, select: str | None, factory: Callable[..., nn.Module] | None = None,
-    seeds: list[int] | None = None,
+    seeds: list[int] | None = None, lrs: list[float] | None = None,
 ) -> tuple[dict, FitResult]:
     """Build ``cfg.model`` (or ``factory``, a task's own composite) for every seed in ``seeds``
     (default ``cfg.seeds``; a fused group passes every member's), train it on ``problem`` on
-    ``cfg.device``, and summarise each seed. ``log.checkpoint``, where the runner set one, is
+    ``cfg.device`` (at ``lrs``, one rate per member, where a fused group's cells differ in
+    ``optimizer.lr``: ``nalu.optim``), and summarise each seed. ``log.checkpoint``, where the runner set one, is
     where the training saves its state and resumes from."""
     seeds = list(cfg.seeds) if seeds is None else seeds
     device = devices.resolve(cfg.device)
@@ -83,7 +85,7 @@ def train_cell(
     init_members(model, seeds)  # on the CPU, from each seed's generator, then moved
     model.to(device)
     problem.to(device)
-    optimizer = instantiate(cfg.optimizer)(model.parameters())
+    optimizer = member_optimizer(instantiate(cfg.optimizer), model.parameters(), lrs)
     result = fit(
         model, problem, optimizer, steps=cfg.task.steps, eval_every=eval_schedule(cfg.task),
         select=select, log=log.metrics, progress=cfg.progress, desc=log.name,

@@ -163,3 +163,31 @@ def test_a_compiled_forward_trains_as_the_eager_forward_does(readout):
     torch.testing.assert_close(losses, eager_losses, rtol=1e-9, atol=0)
     for a, b in zip(eager_weights, weights):
         torch.testing.assert_close(b, a, rtol=1e-9, atol=1e-12)
+
+
+def test_cells_of_two_learning_rates_train_as_one_model_each_seed_as_it_would_alone(workdir):
+    """The fused launcher trains Table 3's two rates of a grid point as one model (members at
+    their cell's rate: nalu.optim.MemberAdam); each cell's seeds end as they do trained alone."""
+    tiny = ["progress=false", "task.steps=6", "task.eval_every=3", "seeds=2", "task.lstm_size=4",
+            "model=lstm_nalu"]
+    fused = cli(["-m", "suite.run", "-m", "+experiment=table3", "name=fused", "hydra/launcher=fused",
+                 "hydra.launcher.n_jobs=1"] + tiny, workdir)
+    assert "2 cells in 1 groups" in fused.stdout
+    cli(["-m", "suite.run", "-m", "+experiment=table3", "name=alone", "hydra/launcher=basic"] + tiny, workdir)
+
+    def cells(name):
+        return {c["config"]["optimizer"]["lr"]: c for c in
+                (json.loads(p.read_text()) for p in (workdir / "multirun" / name).glob("*/metrics.json"))}
+
+    together, apart = cells("fused"), cells("alone")
+    assert sorted(together) == sorted(apart) == [1e-3, 1e-2]
+    for lr, cell in together.items():
+        assert cell["fused_with"] and not apart[lr]["fused_with"]
+        assert cell["config_hash"] == apart[lr]["config_hash"]
+        for mine, theirs in zip(cell["members"], apart[lr]["members"], strict=True):
+            assert mine["seed"] == theirs["seed"] and mine["best_step"] == theirs["best_step"]
+            for k, v in theirs["best"].items():
+                assert mine["best"][k] == pytest.approx(v, rel=1e-6), (lr, k)  # other GEMM shapes may round apart
+        assert cell["figure3"]["running"] and len(cell["figure3"]["running"]) == 2
+    # the two rates did train differently
+    assert together[1e-2]["members"][0]["best"] != together[1e-3]["members"][0]["best"]

@@ -88,7 +88,22 @@ class TranslationProblem:
 
 
 def run(cfg: DictConfig, log) -> dict:
-    seeds, t = list(cfg.seeds), cfg.task
+    return run_group([cfg], log)[0]
+
+
+# config values in which the cells of one fused group may differ (``suite.runner.group_key``): the
+# grid's two learning rates train as one model of members = cells x seeds, each at its own rate
+FUSES = ("optimizer.lr", "seeds")
+
+
+def run_group(cfgs: list[DictConfig], log) -> list[dict]:
+    """Train cells that differ only in ``FUSES`` as one batched model, each member at its cell's
+    learning rate (``nalu.optim.MemberAdam``: bitwise the update of Adam at that rate), and return
+    each cell's metrics. Members never interact, so a cell's seeds train as they would alone, up
+    to the rounding of matrix products of another member count."""
+    cfg, t = cfgs[0], cfgs[0].task
+    seeds = [s for c in cfgs for s in c.seeds]
+    lrs = [float(c.optimizer.lr) for c in cfgs for _ in c.seeds]
     problem = TranslationProblem(t, seeds)
     core_factory = model_factory(cfg.model)
 
@@ -96,17 +111,25 @@ def run(cfg: DictConfig, log) -> dict:
         core = core_factory(in_features=t.embedding, out_features=1, members=members, recurrent=True)
         return WordsToNumber(Embedding(len(problem.vocabulary), t.embedding, members), core)
 
-    summary, result = train_cell(cfg, problem, t.embedding, 1, True, log, select=VALIDATION, factory=factory)
+    summary, result = train_cell(cfg, problem, t.embedding, 1, True, log, select=VALIDATION, factory=factory,
+                                 seeds=seeds, lrs=lrs)
     test = set(problem.split.test)
     shown = [n for n in t.figure_numbers if n in test]
-    figure = {"numbers": shown, "tokens": [nw.words(n) for n in shown], "running": []}
+    running: list = []
     if shown:
         tokens, _ = problem.encode(shown)
         with torch.no_grad():
-            running = result.best_model.running(tokens.to(of(result.best_model))).cpu()  # [M, len(shown), T]
-        figure["running"] = [[r[: len(nw.words(n))].tolist() for r, n in zip(member, shown)] for member in running]
+            best = result.best_model.running(tokens.to(of(result.best_model))).cpu()  # [M, len(shown), T]
+        running = [[r[: len(nw.words(n))].tolist() for r, n in zip(member, shown)] for member in best]
     sizes = {k: len(getattr(problem.split, k)) for k in ("train", "validation", "test")}
-    return {**summary, "split": sizes, "figure3": figure}
+    members = summary.pop("members")
+    out, start = [], 0
+    for c in cfgs:
+        cell = slice(start, start + len(c.seeds))
+        figure = {"numbers": shown, "tokens": [nw.words(n) for n in shown], "running": running[cell]}
+        out.append({**summary, "members": members[cell], "split": sizes, "figure3": figure})
+        start += len(c.seeds)
+    return out
 
 
-TASK = Task(run=run, numerics=1)  # bump with any change to its numbers (tests/test_golden.py)
+TASK = Task(run=run, run_group=run_group, fuses=FUSES, numerics=1)  # bump with any change to its numbers (tests/test_golden.py)
