@@ -36,6 +36,7 @@ from hydra.utils import instantiate
 from nalu import device as devices
 from nalu.ensemble import init_members
 from nalu.train import fit
+from nalu.optim import member_optimizer
 from suite.config import CONFIG_DIR, resolve_seeds
 from tasks.arithmetic import OPS, ArithmeticProblem
 from tasks.cell import build_model, model_factory
@@ -306,29 +307,36 @@ def program_steps_per_second(model_name: str, compile_cells: bool, members: int,
     return training_steps_per_second(model, problem, cfg, seeds, steps, device)
 
 
-def translation_steps_per_second(compile_forward: bool, steps: int, device: torch.device) -> float:
-    """Training steps per second of Table 3's LSTM + NALU (10 seeds, state 32, the full batch of
-    169 number words), its forward eager or through torch.compile (``compile_forward``); the
-    compilation (a first fit of 2 steps) is left out."""
+def translation_steps_per_second(compile_forward: bool, steps: int, device: torch.device, rates: int = 1,
+                                 model_name: str = "lstm_nalu", lstm_size: int = 32) -> float:
+    """Training steps per second of Table 3's LSTM + NALU (10 seeds per rate, state 32, the full
+    batch of 169 number words), its forward eager or through torch.compile (``compile_forward``);
+    ``rates=2``: two cells of the grid, 1e-2 and 1e-3, fused as one model of 20 members
+    (``nalu.optim.MemberAdam``). The compilation (a first fit of 2 steps) is left out."""
     from tasks.language import translation
 
+    members = 10 * rates
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose("config", ["task=translation", "model=lstm_nalu", "seeds=10", "task.lstm_size=32"])
-    seeds = list(range(10))
+        cfg = compose("config", ["task=translation", f"model={model_name}", f"seeds={members}",
+                                 f"task.lstm_size={lstm_size}"])
+    seeds = list(range(members))
     problem = translation.TranslationProblem(cfg.task, seeds).to(device)
-    core = model_factory(cfg.model)(in_features=cfg.task.embedding, out_features=1, members=10, recurrent=True)
-    model = translation.WordsToNumber(translation.Embedding(len(problem.vocabulary), cfg.task.embedding, 10), core)
-    return training_steps_per_second(model, problem, cfg, seeds, steps, device, compile_forward=compile_forward)
+    core = model_factory(cfg.model)(in_features=cfg.task.embedding, out_features=1, members=members, recurrent=True)
+    model = translation.WordsToNumber(translation.Embedding(len(problem.vocabulary), cfg.task.embedding, members),
+                                      core)
+    lrs = [1e-2] * 10 + [1e-3] * 10 if rates == 2 else None
+    return training_steps_per_second(model, problem, cfg, seeds, steps, device, lrs=lrs,
+                                     compile_forward=compile_forward)
 
 
 def training_steps_per_second(model, problem, cfg, seeds: list[int], steps: int, device: torch.device,
-                              **fit_options) -> float:
+                              lrs: list[float] | None = None, **fit_options) -> float:
     """``fit``'s training steps per second for a model its task composed, after a first fit of 2
     steps that pays any compilation (not timed); training only, the problem's evaluation off."""
     problem.evaluate = lambda model: {}
     init_members(model, seeds)
     model.to(device)
-    opt = instantiate(cfg.optimizer)(model.parameters())
+    opt = member_optimizer(instantiate(cfg.optimizer), model.parameters(), lrs)
     fit(model, problem, opt, steps=2, eval_every=10**9, progress=False, **fit_options)
     start = time.perf_counter()
     fit(model, problem, opt, steps=steps, eval_every=10**9, progress=False, **fit_options)
@@ -443,6 +451,15 @@ def main() -> None:
             for _ in range(a.repeats)]  # in turns
     eager, compiled = (max(r[i] for r in runs) for i in (0, 1))
     print(f"  eager   : {eager:>7,.1f} steps/s\n  compiled: {compiled:>7,.1f} steps/s  ({compiled / eager:.1f}x)")
+
+    print("Table 3's grid, compiled forward: a grid point's two learning rates as two models of 10 seeds, one "
+          "after the other, or fused as one of 20 (MemberAdam):")
+    for model_name, size in (("lstm_sum", 10), ("lstm_nalu", 32)):
+        runs = [[translation_steps_per_second(True, max(a.steps // 10, 20), device, rates, model_name, size)
+                 for rates in (1, 2)] for _ in range(a.repeats)]  # in turns
+        alone, fused = (max(r[i] for r in runs) for i in (0, 1))
+        print(f"  {model_name} state {size}: two of 10: {alone / 2:>6,.1f} grid-point steps/s; one of 20: "
+              f"{fused:>6,.1f} ({fused / (alone / 2):.2f}x)")
 
     print("grid-world A3C + NAC, training (2 worker processes, 16 environments per seed in each):")
     for members in (1, 3):
