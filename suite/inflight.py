@@ -10,11 +10,14 @@ machine that has only the repository. ``pack`` writes, for each target begun her
 finished (or the ``names`` given), ``results/inflight/<name>.tar.gz``: of each finished cell its
 ``metrics.json`` only (the evidence to come), of each unfinished cell what resumes it (the
 group's ``checkpoint.pt`` and ``sittings.json``, each cell's ``history.csv``, ``run.log`` and
-Hydra config), never wandb files or locks; ``MANIFEST.sha256`` at its top. One file per target,
-replaced by each ``pack``, so git holds one copy at a time in the working tree.
+Hydra config), never wandb files or locks; ``MANIFEST.sha256`` at its top. One archive per target,
+replaced by each ``pack``, so git holds one copy at a time in the working tree; an archive over the
+size a committed file may hold (``LIMIT``: a state-32 LSTM's checkpoint of 10 seeds is 7 MB) is cut
+into parts ``<name>.tar.gz.000``, ``.001``, ... of at most that size, read back joined, up to
+``TOTAL`` bytes in all.
 
 ``begin`` (the first step of every make target) records the target's sweep folders under
-``multirun/.inflight/<name>`` and, where ``results/inflight/<name>.tar.gz`` exists, unpacks it
+``multirun/.inflight/<name>`` and, where ``results/inflight/<name>.tar.gz`` (or its parts) exists, unpacks it
 into the sweep folders' parent cell by cell: a cell finished here stays, and of two unfinished
 states the one whose curve reaches the later step wins whole (``newer``), so a target begun twice
 unpacks nothing twice and one that goes from machine A to B and back resumes from B's state. The
@@ -53,11 +56,12 @@ def begin(name: str, sweeps: list[Path], runs: Path = RUNS, carried: Path = CARR
     (``newer``); (cells taken from the file, cells kept as they are here)."""
     write_text_atomic(record_of(name, runs), "".join(f"{Path(s).resolve().relative_to(runs.resolve())}\n"
                                                       for s in sweeps))
-    archive = carried / f"{name}.tar.gz"
-    if not archive.is_file():
+    data = read_archive(name, carried)
+    if data is None:
         return 0, 0
+    archive = carried / f"{name}.tar.gz"
     taken = kept = 0
-    with tarfile.open(archive) as tar:
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         members = [m for m in tar.getmembers() if m.isfile() and m.name != "MANIFEST.sha256"]
         for m in members:
             if not (runs / m.name).resolve().is_relative_to(runs.resolve()):
@@ -158,14 +162,47 @@ def sha256(data: bytes) -> str:
 
 
 LIMIT = 5_000_000  # bytes: no committed file is larger (tests/test_evidence.py)
+TOTAL = 40_000_000  # bytes: the most one target carries in git at a time, in parts of LIMIT
 
 
-def pack(name: str, runs: Path = RUNS, carried: Path = CARRIED, limit: int = LIMIT) -> Path | str:
-    """Write ``<carried>/<name>.tar.gz`` from the sweeps ``begin`` recorded and return its path, or
-    return why nothing was written: none of them has an unfinished cell, or all there was to carry
-    was left out. Unfinished state over ``limit`` bytes (a large model's checkpoints: the MNIST
-    example encoder's are 21 MB a group) is left out with a warning, and only the finished cells
-    are carried."""
+def parts(name: str, carried: Path = CARRIED) -> list[Path]:
+    """The files that hold ``name``'s carried archive: ``<name>.tar.gz``, or its parts in order."""
+    whole = carried / f"{name}.tar.gz"
+    if whole.is_file():
+        return [whole]
+    return sorted(p for p in carried.glob(f"{name}.tar.gz.[0-9][0-9][0-9]") if p.is_file())
+
+
+def read_archive(name: str, carried: Path = CARRIED) -> bytes | None:
+    """``name``'s carried archive, its parts joined; None where nothing is carried."""
+    files = parts(name, carried)
+    return b"".join(p.read_bytes() for p in files) if files else None
+
+
+def write_archive(name: str, data: bytes, carried: Path, limit: int) -> Path:
+    """``data`` as ``<name>.tar.gz``, or as parts of at most ``limit`` bytes where it is larger;
+    whatever was carried for ``name`` before is replaced. The first file's path."""
+    carried.mkdir(parents=True, exist_ok=True)
+    chunks = [data] if len(data) <= limit else [data[i : i + limit] for i in range(0, len(data), limit)]
+    paths = ([carried / f"{name}.tar.gz"] if len(chunks) == 1
+             else [carried / f"{name}.tar.gz.{i:03d}" for i in range(len(chunks))])
+    for path, chunk in zip(paths, chunks, strict=True):
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_bytes(chunk)
+        tmp.replace(path)
+    for old in [carried / f"{name}.tar.gz", *carried.glob(f"{name}.tar.gz.[0-9][0-9][0-9]")]:
+        if old not in paths and old.is_file():  # the earlier archive, whole or cut otherwise
+            old.unlink()
+    return paths[0]
+
+
+def pack(name: str, runs: Path = RUNS, carried: Path = CARRIED, limit: int = LIMIT, total: int = TOTAL) -> Path | str:
+    """Write ``<carried>/<name>.tar.gz`` (in parts of at most ``limit`` bytes where it is larger)
+    from the sweeps ``begin`` recorded and return its (first) path, or return why nothing was
+    written: none of them has an unfinished cell, or all there was to carry was left out.
+    Unfinished state over ``total`` bytes (a large model's checkpoints: the MNIST example
+    encoder's are 21 MB a group) is left out with a warning, and only the finished cells are
+    carried."""
     record = record_of(name, runs)
     if not record.is_file():
         raise SystemExit(f"error: {name} was not begun here (no {record}); begun: "
@@ -178,21 +215,17 @@ def pack(name: str, runs: Path = RUNS, carried: Path = CARRIED, limit: int = LIM
         return "nothing unfinished to carry"
     blobs = {f.relative_to(runs).as_posix(): f.read_bytes() for f in files}
     packed = tar_gz(blobs)
-    if len(packed) > limit:  # checkpoints are weights and moments: they barely compress
+    if len(packed) > total:  # checkpoints are weights and moments: they barely compress
         left = sorted({(p.parent.parent if p.parent.name == ".hydra" else p.parent).as_posix()
                        for p in map(Path, blobs) if p.name != "metrics.json"})
-        print(f"warning: {name}'s unfinished state packs to {len(packed) / 1e6:.1f} MB, over the {limit / 1e6:g} MB "
-              f"a committed file may hold: left out, these cells start again at the next sitting: {', '.join(left)}",
+        print(f"warning: {name}'s unfinished state packs to {len(packed) / 1e6:.1f} MB, over the {total / 1e6:g} MB "
+              f"a target may carry in git: left out, these cells start again at the next sitting: {', '.join(left)}",
               file=sys.stderr)
         blobs = {a: b for a, b in blobs.items() if Path(a).name == "metrics.json"}
         if not blobs:
             return "nothing carried: its unfinished state was left out, and no cell has finished"
         packed = tar_gz(blobs)
-    carried.mkdir(parents=True, exist_ok=True)
-    target, tmp = carried / f"{name}.tar.gz", carried / f".{name}.tar.gz.tmp"
-    tmp.write_bytes(packed)
-    tmp.replace(target)
-    return target
+    return write_archive(name, packed, carried, limit)
 
 
 def tar_gz(blobs: dict[str, bytes]) -> bytes:
@@ -215,34 +248,37 @@ def begun(runs: Path = RUNS) -> list[str]:
 def status(name: str, carried: Path = CARRIED) -> str | None:
     """What ``<carried>/<name>.tar.gz`` holds, in a line (a dry run says it: its cells' status is
     this machine's, before unpacking); None where nothing is carried."""
-    archive = carried / f"{name}.tar.gz"
-    if not archive.is_file():
+    data = read_archive(name, carried)
+    if data is None:
         return None
+    archive = carried / f"{name}.tar.gz"
     import torch
 
-    with tarfile.open(archive) as tar:
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         names = [Path(m.name) for m in tar.getmembers() if m.isfile()]
         steps = [torch.load(io.BytesIO(tar.extractfile(m).read()), weights_only=False).get("step", 0)
                  for m in tar.getmembers() if Path(m.name).name == "checkpoint.pt"]
     done = sum(n.name == "metrics.json" for n in names)
     at = f" (at step {', '.join(f'{s:,}' for s in sorted(steps))})" if steps else ""
-    return (f"{name}: {os.path.relpath(archive)} carries {done} finished cells and {len(steps)} groups' "
+    cut = f" (in {len(parts(name, carried))} parts)" if not archive.is_file() else ""
+    return (f"{name}: {os.path.relpath(archive)}{cut} carries {done} finished cells and {len(steps)} groups' "
             f"checkpoints{at}; the target unpacks it and goes on from there")
 
 
 def drop(name: str, runs: Path = RUNS, carried: Path = CARRIED) -> str:
     """Forget ``name``'s record and its carried state once every cell of its recorded sweeps is
     finished (its evidence is written then); what was done, in a line ("" where nothing was)."""
-    record, archive = record_of(name, runs), carried / f"{name}.tar.gz"
+    record, files = record_of(name, runs), parts(name, carried)
     sweeps = record.read_text().split() if record.is_file() else []
+    held = ", ".join(os.path.relpath(f) for f in files) or "its record"
     if unfinished([f for s in sweeps if (runs / s).is_dir() for f in carried_files(runs / s)]):
-        return (f"{name}: cells of its sweeps are unfinished (a SAMPLE ran part of them?); "
-                f"{os.path.relpath(archive) if archive.is_file() else 'its record'} kept")
+        return f"{name}: cells of its sweeps are unfinished (a SAMPLE ran part of them?); {held} kept"
     record.unlink(missing_ok=True)
-    if not archive.is_file():
+    if not files:
         return ""
-    archive.unlink()
-    return f"{name}: its evidence is written; removed {os.path.relpath(archive)} (commit the removal)"
+    for f in files:
+        f.unlink()
+    return f"{name}: its evidence is written; removed {held} (commit the removal)"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -274,8 +310,11 @@ def main(argv: list[str] | None = None) -> None:
         names = [a.name] if a.name else begun(a.runs)
         for name in names:
             path = pack(name, a.runs, a.carried)
-            print(f"{name}: " + (f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB; commit it)"
-                                 if isinstance(path, Path) else path), file=sys.stderr)
+            if isinstance(path, Path):
+                cut = parts(name, a.carried)
+                size = sum(p.stat().st_size for p in cut) / 1e6
+                path = f"wrote {path}{f' and {len(cut) - 1} more parts' if len(cut) > 1 else ''} ({size:.2f} MB; commit it)"
+            print(f"{name}: {path}", file=sys.stderr)
         if not names:
             print(f"no target was begun here (none under {a.runs / '.inflight'}); nothing to carry",
                   file=sys.stderr)

@@ -11,6 +11,8 @@ import tarfile
 import time
 from pathlib import Path
 
+import torch
+
 from suite import inflight
 
 
@@ -106,16 +108,45 @@ def test_a_carried_file_naming_a_path_outside_the_runs_folder_unpacks_nothing(tm
     assert not (runs / "sw" / "c").exists() and not (tmp_path / "escape.txt").exists()
 
 
-def test_unfinished_state_over_the_size_a_committed_file_may_hold_is_left_out_finished_cells_carried(tmp_path, capsys):
+def test_state_over_the_size_a_committed_file_may_hold_is_cut_into_parts_that_unpack_as_the_whole(tmp_path):
+    """A 7 MB checkpoint (a state-32 LSTM's, 10 seeds) goes in parts of at most the limit, which
+    the next sitting joins and unpacks; a later, smaller pack replaces every part by one file, and
+    the target's end removes what is there."""
+    runs, out = tmp_path / "multirun", tmp_path / "carried"
+    buffer = io.BytesIO()
+    torch.save({"step": 100, "model": torch.randn(700, generator=torch.Generator().manual_seed(0))}, buffer)
+    state = buffer.getvalue()  # random weights barely compress
+    cell(runs / "sw" / "b", last_step=100, checkpoint=state)
+    inflight.begin("t", [runs / "sw"], runs, out)
+    first = inflight.pack("t", runs, out, limit=1000)
+    cut = inflight.parts("t", out)
+    assert first == out / "t.tar.gz.000" and [p.name for p in cut] == [f"t.tar.gz.{i:03d}" for i in range(len(cut))]
+    assert len(cut) >= 3
+    assert all(p.stat().st_size <= 1000 for p in cut) and not (out / "t.tar.gz").exists()
+    there = tmp_path / "there"
+    assert inflight.begin("t", [there / "sw"], there, out) == (1, 0)
+    assert (there / "sw" / "b" / "checkpoint.pt").read_bytes() == state
+    assert f"(in {len(cut)} parts) carries 0 finished cells and 1 groups' checkpoints (at step 100)" in inflight.status("t", out)
+    (runs / "sw" / "b" / "checkpoint.pt").write_bytes(b"small")
+    assert inflight.pack("t", runs, out, limit=1000) == out / "t.tar.gz"
+    assert inflight.parts("t", out) == [out / "t.tar.gz"] and not list(out.glob("t.tar.gz.*"))
+    os.remove(runs / "sw" / "b" / "checkpoint.pt")
+    os.remove(runs / "sw" / "b" / "sittings.json")
+    cell(runs / "sw" / "b", metrics=True)
+    inflight.pack("t", runs, out, limit=1000)
+    assert "removed" in inflight.drop("t", runs, out) and not list(out.iterdir())
+
+
+def test_unfinished_state_over_what_a_target_may_carry_is_left_out_finished_cells_carried(tmp_path, capsys):
     runs, out = tmp_path / "multirun", tmp_path / "carried"
     cell(runs / "sw" / "a", last_step=100, metrics=True)
     cell(runs / "sw" / "b", last_step=100, checkpoint=os.urandom(2000))
     inflight.begin("t", [runs / "sw"], runs, out)
-    path = inflight.pack("t", runs, out, limit=1000)
+    path = inflight.pack("t", runs, out, total=1000)
     assert "left out, these cells start again at the next sitting: sw/b" in capsys.readouterr().err
     with tarfile.open(path) as tar:
         assert sorted(tar.getnames()) == ["MANIFEST.sha256", "sw/a/metrics.json"]
     os.remove(runs / "sw" / "a" / "metrics.json")  # nothing finished: nothing to carry
     os.remove(path)
-    assert inflight.pack("t", runs, out, limit=1000) == ("nothing carried: its unfinished state was left out, "
+    assert inflight.pack("t", runs, out, total=1000) == ("nothing carried: its unfinished state was left out, "
                                                          "and no cell has finished") and not path.exists()
