@@ -21,12 +21,15 @@ PAGES = [ROOT / "results" / "README.md", ROOT / "README.md"]
 CITED = re.compile(r"(\*[^*\n]+\*|\S+) \[↗\]\(([\w./]+\.csv) \"([^\"]+)\"\)")
 VERDICT = re.compile(r"\*(reproduced|not reproduced|mixed)\*")  # the words of results/claims.md
 PAIR = re.compile(r"(\w+)=(.*?)(?= \w+=|$)")  # key=value, a value running to the next key (claims.csv's readings have spaces)
+# "(not) trained as the paper says", then claims.csv's row whose trained column says so (not after a "*":
+# the overview's definition of the words)
+TRAINED = re.compile(r"(?<!\*)\b(not\s+)?trained\s+as\s+the\s+(?:paper|reference)\s+says(?: \[↗\]\(claims\.csv \"([^\"]+)\"\))?")
 
 
 def citations() -> list[tuple[str, str, str, str]]:
     out = []
     for page in PAGES:
-        for value, table, query in CITED.findall(page.read_text()):
+        for value, table, query in CITED.findall(TRAINED.sub("", page.read_text())):
             out.append((page.name, value, table, query))
     return out
 
@@ -80,6 +83,18 @@ def test_a_verdict_the_overview_states_in_the_claims_words_names_its_row_of_clai
     a table and a reading), so that a verdict the evidence no longer gives fails here."""
     text = CITED.sub("", (ROOT / "results" / "README.md").read_text())
     assert not VERDICT.findall(text), f"verdicts without a source in results/README.md: {VERDICT.findall(text)}"
+
+
+def test_whether_a_model_was_trained_as_the_paper_says_is_claims_csvs_word_for_it():
+    """results/README.md says a model was (or was not) trained as the paper says only beside the
+    row of results/claims.csv whose ``trained`` column says yes (or no): a link right after the
+    words, so that a rule or a run that changes it fails here."""
+    said = TRAINED.findall((ROOT / "results" / "README.md").read_text())
+    assert len(said) >= 5
+    for negated, query in said:
+        assert query, f"results/README.md says '{negated}trained as the paper says' without its row of claims.csv"
+        assert query.endswith(": trained"), query
+        assert lookup("claims.csv", query) == ("no" if negated.strip() else "yes"), f"claims.csv \"{query}\" disagrees"
 
 
 def test_a_verdict_query_selects_by_values_with_spaces():
