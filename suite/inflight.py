@@ -35,6 +35,7 @@ import io
 import os
 import sys
 import tarfile
+import zlib
 from pathlib import Path
 
 from suite.io import read_json, write_text_atomic
@@ -56,21 +57,19 @@ def begin(name: str, sweeps: list[Path], runs: Path = RUNS, carried: Path = CARR
     (``newer``); (cells taken from the file, cells kept as they are here)."""
     write_text_atomic(record_of(name, runs), "".join(f"{Path(s).resolve().relative_to(runs.resolve())}\n"
                                                       for s in sweeps))
-    data = read_archive(name, carried)
-    if data is None:
+    blobs = unpacked(name, carried)
+    if blobs is None:
         return 0, 0
     archive = carried / f"{name}.tar.gz"
     taken = kept = 0
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        members = [m for m in tar.getmembers() if m.isfile() and m.name != "MANIFEST.sha256"]
-        for m in members:
-            if not (runs / m.name).resolve().is_relative_to(runs.resolve()):
-                raise SystemExit(f"error: {archive} holds {m.name}, outside {runs}; nothing unpacked")
-        by_cell: dict[Path, dict[str, bytes]] = {}
-        for m in members:  # a cell's files lie in its folder or in its .hydra/
-            cell = Path(m.name).parent
-            cell = cell.parent if cell.name == ".hydra" else cell
-            by_cell.setdefault(cell, {})[Path(m.name).relative_to(cell).as_posix()] = tar.extractfile(m).read()
+    for arc in blobs:
+        if not (runs / arc).resolve().is_relative_to(runs.resolve()):
+            raise SystemExit(f"error: {archive} holds {arc}, outside {runs}; nothing unpacked")
+    by_cell: dict[Path, dict[str, bytes]] = {}
+    for arc, data in blobs.items():  # a cell's files lie in its folder or in its .hydra/
+        cell = Path(arc).parent
+        cell = cell.parent if cell.name == ".hydra" else cell
+        by_cell.setdefault(cell, {})[Path(arc).relative_to(cell).as_posix()] = data
     for cell, files in sorted(by_cell.items()):
         here = runs / cell
         if not newer(files, here):
@@ -179,6 +178,28 @@ def read_archive(name: str, carried: Path = CARRIED) -> bytes | None:
     return b"".join(p.read_bytes() for p in files) if files else None
 
 
+def unpacked(name: str, carried: Path = CARRIED) -> dict[str, bytes] | None:
+    """The files of ``name``'s carried archive (archive name -> bytes), each checked against the
+    archive's ``MANIFEST.sha256`` where it has one; None where nothing is carried. An archive that
+    does not read whole (a part missing, or parts of two packs) stops with one line."""
+    data = read_archive(name, carried)
+    if data is None:
+        return None
+    where = ", ".join(os.path.relpath(p) for p in parts(name, carried))
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            blobs = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as e:
+        raise SystemExit(f"error: {where} does not read as one archive ({e}; a part missing, or parts of "
+                         f"two packs?); nothing unpacked") from None
+    manifest = blobs.pop("MANIFEST.sha256", None)
+    if manifest is not None:
+        listed = dict(reversed(line.split("  ", 1)) for line in manifest.decode().splitlines())
+        if wrong := sorted(a for a in blobs if listed.get(a) != sha256(blobs[a])):
+            raise SystemExit(f"error: {where}: {wrong[0]} does not match its MANIFEST.sha256 line; nothing unpacked")
+    return blobs
+
+
 def write_archive(name: str, data: bytes, carried: Path, limit: int) -> Path:
     """``data`` as ``<name>.tar.gz``, or as parts of at most ``limit`` bytes where it is larger;
     whatever was carried for ``name`` before is replaced. The first file's path."""
@@ -248,17 +269,15 @@ def begun(runs: Path = RUNS) -> list[str]:
 def status(name: str, carried: Path = CARRIED) -> str | None:
     """What ``<carried>/<name>.tar.gz`` holds, in a line (a dry run says it: its cells' status is
     this machine's, before unpacking); None where nothing is carried."""
-    data = read_archive(name, carried)
-    if data is None:
+    blobs = unpacked(name, carried)
+    if blobs is None:
         return None
     archive = carried / f"{name}.tar.gz"
     import torch
 
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        names = [Path(m.name) for m in tar.getmembers() if m.isfile()]
-        steps = [torch.load(io.BytesIO(tar.extractfile(m).read()), weights_only=False).get("step", 0)
-                 for m in tar.getmembers() if Path(m.name).name == "checkpoint.pt"]
-    done = sum(n.name == "metrics.json" for n in names)
+    steps = [torch.load(io.BytesIO(data), weights_only=False).get("step", 0)
+             for arc, data in blobs.items() if Path(arc).name == "checkpoint.pt"]
+    done = sum(Path(arc).name == "metrics.json" for arc in blobs)
     at = f" (at step {', '.join(f'{s:,}' for s in sorted(steps))})" if steps else ""
     cut = f" (in {len(parts(name, carried))} parts)" if not archive.is_file() else ""
     return (f"{name}: {os.path.relpath(archive)}{cut} carries {done} finished cells and {len(steps)} groups' "

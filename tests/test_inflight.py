@@ -96,6 +96,19 @@ def test_the_carried_file_goes_only_when_no_cell_of_the_target_is_unfinished(tmp
     assert not (out / "t.tar.gz").exists() and inflight.begun(runs) == []
 
 
+def test_a_carried_file_that_does_not_match_its_manifest_unpacks_nothing(tmp_path):
+    runs = tmp_path / "multirun"
+    files = {"MANIFEST.sha256": f"{inflight.sha256(b'step')}  sw/c/history.csv\n".encode(),
+             "sw/c/history.csv": b"step\n100\n"}
+    try:
+        inflight.begin("t", [runs / "sw"], runs, carried(tmp_path, files))
+    except SystemExit as e:
+        assert "sw/c/history.csv does not match its MANIFEST.sha256 line" in str(e)
+    else:
+        raise AssertionError("unpacked a file its manifest does not list as it is")
+    assert not (runs / "sw" / "c").exists()
+
+
 def test_a_carried_file_naming_a_path_outside_the_runs_folder_unpacks_nothing(tmp_path):
     runs = tmp_path / "multirun"
     files = {"sw/c/history.csv": b"step\n100\n", "../escape.txt": b"x"}
@@ -126,6 +139,16 @@ def test_state_over_the_size_a_committed_file_may_hold_is_cut_into_parts_that_un
     there = tmp_path / "there"
     assert inflight.begin("t", [there / "sw"], there, out) == (1, 0)
     assert (there / "sw" / "b" / "checkpoint.pt").read_bytes() == state
+    last = cut[-1].read_bytes()
+    cut[-1].unlink()  # a part missing: one line, nothing unpacked
+    try:
+        inflight.begin("t", [tmp_path / "elsewhere" / "sw"], tmp_path / "elsewhere", out)
+    except SystemExit as e:
+        assert "does not read as one archive" in str(e) and "nothing unpacked" in str(e)
+    else:
+        raise AssertionError("unpacked an archive with a part missing")
+    assert not (tmp_path / "elsewhere" / "sw").exists()
+    cut[-1].write_bytes(last)
     assert f"(in {len(cut)} parts) carries 0 finished cells and 1 groups' checkpoints (at step 100)" in inflight.status("t", out)
     (runs / "sw" / "b" / "checkpoint.pt").write_bytes(b"small")
     assert inflight.pack("t", runs, out, limit=1000) == out / "t.tar.gz"
