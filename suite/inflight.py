@@ -167,9 +167,11 @@ TOTAL = 40_000_000  # bytes: the most one target carries in git at a time, in pa
 def parts(name: str, carried: Path = CARRIED) -> list[Path]:
     """The files that hold ``name``'s carried archive: ``<name>.tar.gz``, or its parts in order."""
     whole = carried / f"{name}.tar.gz"
-    if whole.is_file():
-        return [whole]
-    return sorted(p for p in carried.glob(f"{name}.tar.gz.[0-9][0-9][0-9]") if p.is_file())
+    cut = sorted(p for p in carried.glob(f"{name}.tar.gz.[0-9][0-9][0-9]") if p.is_file())
+    if whole.is_file() and cut:  # a pack cut short, or a commit of half of one: which is newer is unknown
+        raise SystemExit(f"error: {os.path.relpath(whole)} and its parts {', '.join(p.name for p in cut)} are "
+                         "both there; keep the newer pack's files (git log results/inflight), remove the others")
+    return [whole] if whole.is_file() else cut
 
 
 def read_archive(name: str, carried: Path = CARRIED) -> bytes | None:
@@ -194,8 +196,9 @@ def unpacked(name: str, carried: Path = CARRIED) -> dict[str, bytes] | None:
                          f"two packs?); nothing unpacked") from None
     manifest = blobs.pop("MANIFEST.sha256", None)
     if manifest is not None:
-        listed = dict(reversed(line.split("  ", 1)) for line in manifest.decode().splitlines())
-        if wrong := sorted(a for a in blobs if listed.get(a) != sha256(blobs[a])):
+        listed = {arc: digest for digest, _, arc in (line.partition("  ") for line in
+                                                     manifest.decode(errors="replace").splitlines())}
+        if wrong := sorted(set(listed) ^ set(blobs) | {a for a in blobs if listed.get(a) != sha256(blobs[a])}):
             raise SystemExit(f"error: {where}: {wrong[0]} does not match its MANIFEST.sha256 line; nothing unpacked")
     return blobs
 
@@ -211,10 +214,16 @@ def write_archive(name: str, data: bytes, carried: Path, limit: int) -> Path:
         tmp = path.with_name(f".{path.name}.tmp")
         tmp.write_bytes(chunk)
         tmp.replace(path)
-    for old in [carried / f"{name}.tar.gz", *carried.glob(f"{name}.tar.gz.[0-9][0-9][0-9]")]:
-        if old not in paths and old.is_file():  # the earlier archive, whole or cut otherwise
+    for old in stored(name, carried):
+        if old not in paths:  # the earlier archive, whole or cut otherwise
             old.unlink()
     return paths[0]
+
+
+def stored(name: str, carried: Path) -> list[Path]:
+    """Every file of ``name``'s carried archive here, whole and parts alike."""
+    return [p for p in [carried / f"{name}.tar.gz", *sorted(carried.glob(f"{name}.tar.gz.[0-9][0-9][0-9]"))]
+            if p.is_file()]
 
 
 def pack(name: str, runs: Path = RUNS, carried: Path = CARRIED, limit: int = LIMIT, total: int = TOTAL) -> Path | str:
@@ -287,7 +296,7 @@ def status(name: str, carried: Path = CARRIED) -> str | None:
 def drop(name: str, runs: Path = RUNS, carried: Path = CARRIED) -> str:
     """Forget ``name``'s record and its carried state once every cell of its recorded sweeps is
     finished (its evidence is written then); what was done, in a line ("" where nothing was)."""
-    record, files = record_of(name, runs), parts(name, carried)
+    record, files = record_of(name, runs), stored(name, carried)
     sweeps = record.read_text().split() if record.is_file() else []
     held = ", ".join(os.path.relpath(f) for f in files) or "its record"
     if unfinished([f for s in sweeps if (runs / s).is_dir() for f in carried_files(runs / s)]):

@@ -79,6 +79,9 @@ def train_cell(
     ``optimizer.lr``: ``nalu.optim``), and summarise each seed. ``log.checkpoint``, where the runner set one, is
     where the training saves its state and resumes from."""
     seeds = list(cfg.seeds) if seeds is None else seeds
+    if lrs is not None and len(set(lrs)) > 1 and cfg.get("lr_schedule", "constant") != "constant":
+        raise ConfigError(f"lr_schedule={cfg.lr_schedule} rescales one rate, and these cells train at "
+                          f"{len(set(lrs))} (optimizer.lr, fused): run them apart (group_cells=1)")
     device = devices.resolve(cfg.device)
     factory = factory or model_factory(cfg.model)
     model = build_model(factory, in_features, out_features, len(seeds), recurrent)

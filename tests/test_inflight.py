@@ -100,6 +100,14 @@ def test_a_carried_file_that_does_not_match_its_manifest_unpacks_nothing(tmp_pat
     runs = tmp_path / "multirun"
     files = {"MANIFEST.sha256": f"{inflight.sha256(b'step')}  sw/c/history.csv\n".encode(),
              "sw/c/history.csv": b"step\n100\n"}
+    listed = {"MANIFEST.sha256": f"{inflight.sha256(b'x')}  sw/c/run.log\n".encode(), "sw/c/run.log": b"x",
+              "sw/c/history.csv": b"step\n100\n"}  # a file the manifest does not list
+    try:
+        inflight.begin("t", [runs / "sw"], runs, carried(tmp_path, listed))
+    except SystemExit as e:
+        assert "sw/c/history.csv does not match its MANIFEST.sha256 line" in str(e)
+    else:
+        raise AssertionError("unpacked a file its manifest does not list")
     try:
         inflight.begin("t", [runs / "sw"], runs, carried(tmp_path, files))
     except SystemExit as e:
@@ -150,6 +158,14 @@ def test_state_over_the_size_a_committed_file_may_hold_is_cut_into_parts_that_un
     assert not (tmp_path / "elsewhere" / "sw").exists()
     cut[-1].write_bytes(last)
     assert f"(in {len(cut)} parts) carries 0 finished cells and 1 groups' checkpoints (at step 100)" in inflight.status("t", out)
+    (out / "t.tar.gz").write_bytes(b"an older pack, whole")  # half a commit, or a pack cut short
+    try:
+        inflight.begin("t", [there / "sw"], there, out)
+    except SystemExit as e:
+        assert "t.tar.gz and its parts" in str(e) and "both there" in str(e)
+    else:
+        raise AssertionError("read one of two packs without a word")
+    (out / "t.tar.gz").unlink()
     (runs / "sw" / "b" / "checkpoint.pt").write_bytes(b"small")
     assert inflight.pack("t", runs, out, limit=1000) == out / "t.tar.gz"
     assert inflight.parts("t", out) == [out / "t.tar.gz"] and not list(out.glob("t.tar.gz.*"))

@@ -21,9 +21,13 @@ PAGES = [ROOT / "results" / "README.md", ROOT / "README.md"]
 CITED = re.compile(r"(\*[^*\n]+\*|\S+) \[↗\]\(([\w./]+\.csv) \"([^\"]+)\"\)")
 VERDICT = re.compile(r"\*(reproduced|not reproduced|mixed)\*")  # the words of results/claims.md
 PAIR = re.compile(r"(\w+)=(.*?)(?= \w+=|$)")  # key=value, a value running to the next key (claims.csv's readings have spaces)
-# "(not) trained as the paper says", then claims.csv's row whose trained column says so (not after a "*":
-# the overview's definition of the words)
-TRAINED = re.compile(r"(?<!\*)\b(not\s+)?trained\s+as\s+the\s+(?:paper|reference)\s+says(?: \[↗\]\(claims\.csv \"([^\"]+)\"\))?")
+# "(not) trained as the paper says" (not after a "*": the overview's definition of the words), then
+# either claims.csv's row whose trained column says so, or (a label: "Trained as the paper says: ...")
+# the column's word in italics, cited as a verdict is
+TRAINED = re.compile(r"(?i)(?<![*\w])(not\s+)?trained\s+as\s+the\s+(?:paper|reference)\s+says"
+                     r"(?: \[↗\]\(claims\.csv \"([^\"]+)\"\))?")
+TRAINED_WORD = re.compile(r"\*(?:yes|no)\* \[↗\]\(claims\.csv \"[^\"]+: trained\"\)")
+NEGATIONS = re.compile(r"(?i)\b(?:never|no longer|nor|isn't|wasn't|aren't|weren't|not yet)\s+$")
 
 
 def citations() -> list[tuple[str, str, str, str]]:
@@ -88,13 +92,26 @@ def test_a_verdict_the_overview_states_in_the_claims_words_names_its_row_of_clai
 def test_whether_a_model_was_trained_as_the_paper_says_is_claims_csvs_word_for_it():
     """results/README.md says a model was (or was not) trained as the paper says only beside the
     row of results/claims.csv whose ``trained`` column says yes (or no): a link right after the
-    words, so that a rule or a run that changes it fails here."""
-    said = TRAINED.findall((ROOT / "results" / "README.md").read_text())
-    assert len(said) >= 5
-    for negated, query in said:
-        assert query, f"results/README.md says '{negated}trained as the paper says' without its row of claims.csv"
-        assert query.endswith(": trained"), query
-        assert lookup("claims.csv", query) == ("no" if negated.strip() else "yes"), f"claims.csv \"{query}\" disagrees"
+    words, or, where they are a label ("Trained as the paper says: ..."), the column's word in
+    italics with its link before the paragraph ends (checked word for word as verdicts are), so
+    that a rule or a run that changes it fails here. A negation other than "not" right before the
+    words is refused: the check could not read it."""
+    text = (ROOT / "results" / "README.md").read_text()
+    said = list(TRAINED.finditer(text))
+    assert len(said) >= 8
+    for m in said:
+        negated, query = m.groups()
+        line = text.count("\n", 0, m.start()) + 1
+        assert not NEGATIONS.search(text[max(0, m.start() - 20) : m.start()]), (
+            f"results/README.md:{line}: a negation the check cannot read before '{m.group(0)}'; write 'not trained'")
+        if query:
+            assert query.endswith(": trained"), query
+            assert lookup("claims.csv", query) == ("no" if negated else "yes"), f"claims.csv \"{query}\" disagrees"
+            continue
+        paragraph = text[m.end() :].split("\n\n", 1)[0]
+        assert not negated and TRAINED_WORD.search(paragraph), (
+            f"results/README.md:{line} says '{m.group(0)}' without its row of claims.csv (a link right after "
+            "the words, or the trained column's word in italics with its link)")
 
 
 def test_a_verdict_query_selects_by_values_with_spaces():

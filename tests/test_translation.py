@@ -191,3 +191,6 @@ def test_cells_of_two_learning_rates_train_as_one_model_each_seed_as_it_would_al
             for k, v in theirs["best"].items():
                 assert mine["best"][k] == pytest.approx(v, rel=1e-6), (cfg.optimizer.lr, k)
     assert together[0]["members"][0]["best"] != together[1]["members"][0]["best"]  # the rates did differ
+    scheduled = [compose(base + [f"optimizer.lr={lr}", "lr_schedule=cosine"]) for lr in (1e-2, 1e-3)]
+    with pytest.raises(ConfigError, match="lr_schedule=cosine rescales one rate"):
+        run_group(scheduled, Log())  # refused before any step
