@@ -243,7 +243,7 @@ archive: install  ## pack TARGET's run folders (TARGET=table1_paper: its evidenc
 	$(if $(TARGET),,$(error give TARGET=<evidence name>, e.g. make archive TARGET=table1_paper))
 	$(PY) scripts/archive.py $(TARGET)
 
-carry: install  ## after stopping a long target's runs (Ctrl-C or kill -TERM saves their checkpoints): pack each unfinished target begun here into results/inflight/<name>.tar.gz, to commit; the target resumes from it on any machine (TARGET=<name>: that one)
+carry: install  ## after stopping a long target's runs (Ctrl-C or kill -TERM saves their checkpoints): pack each unfinished target begun here into results/inflight/<name>.tar.gz (in parts of 5 MB where larger), to commit; the target resumes from it on any machine (TARGET=<name>: that one)
 	$(PY) -m suite.inflight pack $(TARGET)
 
 clean:  ## remove run directories, checkpoints of unfinished runs included (not results/ and its evidence)
