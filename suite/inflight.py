@@ -229,7 +229,9 @@ def stored(name: str, carried: Path) -> list[Path]:
 def pack(name: str, runs: Path = RUNS, carried: Path = CARRIED, limit: int = LIMIT, total: int = TOTAL) -> Path | str:
     """Write ``<carried>/<name>.tar.gz`` (in parts of at most ``limit`` bytes where it is larger)
     from the sweeps ``begin`` recorded and return its (first) path, or return why nothing was
-    written: none of them has an unfinished cell, or all there was to carry was left out.
+    written: no cell of them has begun, or all there was to carry was left out. A target whose
+    cells are all finished is carried too (their metrics): one stopped between groups has cells
+    still to start, which no folder names yet; ``drop`` removes the file once its evidence is written.
     Unfinished state over ``total`` bytes (a large model's checkpoints: the MNIST example
     encoder's are 21 MB a group) is left out with a warning, and only the finished cells are
     carried."""
@@ -241,8 +243,8 @@ def pack(name: str, runs: Path = RUNS, carried: Path = CARRIED, limit: int = LIM
     if training := sorted({f.parent for f in files if in_training(f.parent)}):
         raise SystemExit(f"error: {training[0]} is training now; stop its run first (SIGTERM or Ctrl-C saves "
                          f"its checkpoint), then pack again; {name}: nothing written")
-    if not unfinished(files):
-        return "nothing unfinished to carry"
+    if not files:
+        return "nothing to carry: no cell of its sweeps has begun here"
     blobs = {f.relative_to(runs).as_posix(): f.read_bytes() for f in files}
     packed = tar_gz(blobs)
     if len(packed) > total:  # checkpoints are weights and moments: they barely compress

@@ -261,7 +261,9 @@ def test_a_run_stopped_here_and_carried_in_git_resumes_on_another_machine_to_the
     whole, resumed = (json.loads((d / "metrics.json").read_text()) for d in (uninterrupted, there / "multirun/sw/cell"))
     assert resumed["members"] == whole["members"]
     assert (there / "multirun/sw/done/metrics.json").read_bytes() == (uninterrupted / "metrics.json").read_bytes()
-    assert "nothing unfinished" in inflight(there, "pack", "t").stderr  # both cells are finished there
+    assert "wrote" in inflight(there, "pack", "t").stderr  # both finished: their metrics, till the evidence is written
+    with tarfile.open(there / "carried" / "t.tar.gz") as tar:
+        assert sorted(tar.getnames()) == ["MANIFEST.sha256", "sw/cell/metrics.json", "sw/done/metrics.json"]
 
     kept = inflight(there, "begin", "t", "multirun/sw").stderr  # begun twice: nothing overwritten
     assert "0 cells unpacked" in kept and "2 kept as they are here" in kept

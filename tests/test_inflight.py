@@ -96,6 +96,21 @@ def test_the_carried_file_goes_only_when_no_cell_of_the_target_is_unfinished(tmp
     assert not (out / "t.tar.gz").exists() and inflight.begun(runs) == []
 
 
+def test_a_target_stopped_between_groups_carries_its_finished_cells(tmp_path):
+    """Every cell begun is finished, and cells still to start have no folder yet: their metrics
+    are carried all the same (the next sitting must not train them again); nothing begun, nothing."""
+    runs, out = tmp_path / "multirun", tmp_path / "carried"
+    (runs / "sw").mkdir(parents=True)
+    inflight.begin("t", [runs / "sw"], runs, out)
+    assert inflight.pack("t", runs, out) == "nothing to carry: no cell of its sweeps has begun here"
+    cell(runs / "sw" / "a", last_step=100, metrics=True)
+    with tarfile.open(inflight.pack("t", runs, out)) as tar:
+        assert sorted(tar.getnames()) == ["MANIFEST.sha256", "sw/a/metrics.json"]
+    there = tmp_path / "there"
+    assert inflight.begin("t", [there / "sw"], there, out) == (1, 0)
+    assert json.loads((there / "sw" / "a" / "metrics.json").read_text())["complete"]
+
+
 def test_a_carried_file_that_does_not_match_its_manifest_unpacks_nothing(tmp_path):
     runs = tmp_path / "multirun"
     files = {"MANIFEST.sha256": f"{inflight.sha256(b'step')}  sw/c/history.csv\n".encode(),
