@@ -164,30 +164,31 @@ LIMIT = 5_000_000  # bytes: no committed file is larger (tests/test_evidence.py)
 TOTAL = 40_000_000  # bytes: the most one target carries in git at a time, in parts of LIMIT
 
 
+def stored(name: str, carried: Path = CARRIED) -> list[Path]:
+    """Every file of ``name``'s carried archive here, whole and parts alike."""
+    return [p for p in [carried / f"{name}.tar.gz", *sorted(carried.glob(f"{name}.tar.gz.[0-9][0-9][0-9]"))]
+            if p.is_file()]
+
+
 def parts(name: str, carried: Path = CARRIED) -> list[Path]:
     """The files that hold ``name``'s carried archive: ``<name>.tar.gz``, or its parts in order."""
+    files = stored(name, carried)
     whole = carried / f"{name}.tar.gz"
-    cut = sorted(p for p in carried.glob(f"{name}.tar.gz.[0-9][0-9][0-9]") if p.is_file())
-    if whole.is_file() and cut:  # a pack cut short, or a commit of half of one: which is newer is unknown
-        raise SystemExit(f"error: {os.path.relpath(whole)} and its parts {', '.join(p.name for p in cut)} are "
+    if whole in files and len(files) > 1:  # a pack cut short, or a commit of half of one: which is newer is unknown
+        raise SystemExit(f"error: {os.path.relpath(whole)} and its parts {', '.join(p.name for p in files[1:])} are "
                          "both there; keep the newer pack's files (git log results/inflight), remove the others")
-    return [whole] if whole.is_file() else cut
-
-
-def read_archive(name: str, carried: Path = CARRIED) -> bytes | None:
-    """``name``'s carried archive, its parts joined; None where nothing is carried."""
-    files = parts(name, carried)
-    return b"".join(p.read_bytes() for p in files) if files else None
+    return files
 
 
 def unpacked(name: str, carried: Path = CARRIED) -> dict[str, bytes] | None:
     """The files of ``name``'s carried archive (archive name -> bytes), each checked against the
     archive's ``MANIFEST.sha256`` where it has one; None where nothing is carried. An archive that
     does not read whole (a part missing, or parts of two packs) stops with one line."""
-    data = read_archive(name, carried)
-    if data is None:
+    files = parts(name, carried)
+    if not files:
         return None
-    where = ", ".join(os.path.relpath(p) for p in parts(name, carried))
+    data = b"".join(p.read_bytes() for p in files)
+    where = ", ".join(os.path.relpath(p) for p in files)
     try:
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             blobs = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
@@ -219,11 +220,6 @@ def write_archive(name: str, data: bytes, carried: Path, limit: int) -> Path:
             old.unlink()
     return paths[0]
 
-
-def stored(name: str, carried: Path) -> list[Path]:
-    """Every file of ``name``'s carried archive here, whole and parts alike."""
-    return [p for p in [carried / f"{name}.tar.gz", *sorted(carried.glob(f"{name}.tar.gz.[0-9][0-9][0-9]"))]
-            if p.is_file()]
 
 
 def pack(name: str, runs: Path = RUNS, carried: Path = CARRIED, limit: int = LIMIT, total: int = TOTAL) -> Path | str:
