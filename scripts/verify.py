@@ -82,10 +82,16 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(tail), file=sys.stderr)
             print(f"error: the rerun failed (exit {rc}); log above", file=sys.stderr)
             return 2
-        judged, moved = compare(scratch / "results" / f"{stem}.csv", committed)
+        return judge(scratch / "results" / f"{stem}.csv", committed, stem)
     finally:
         if a.scratch is None:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def judge(rerun: Path, committed: Path, stem: str) -> int:
+    """Print each statistic of ``rerun`` that moved beyond seed-level noise from ``committed`` and
+    return the exit status: 0 when at least one row was judged and none moved, else 1."""
+    judged, moved = compare(rerun, committed)
     for m in moved:
         print(f"moved: {m.row}: {m.statistic} {m.ours} rerun vs {m.committed} committed")
     rows = len({m.row for m in moved})

@@ -48,38 +48,38 @@ def test_means_apart_by_more_than_their_spreads_have_moved(tmp_path):
     assert judged == 2 and [m.row for m in moved] == ["addition nalu 1000 mae"]
 
 
-def test_verify_reruns_a_sample_in_scratch_and_compares(tmp_path):
-    """A tiny sample of Table 5 rerun in a scratch copy: against its own table nothing moves (that
-    a rerun repeats bit for bit is test_fused's); against a committed table whose median is far
-    away, the row is named and the exit status is 1. (The comparisons after the first keep its
-    scratch, whose cells are up to date: nothing retrains.)"""
+def test_verify_reruns_a_sample_in_scratch_and_compares(tmp_path, capsys):
+    """A tiny sample of Table 5 rerun in a scratch copy, judged against a committed table whose
+    median is far away: the row is named and the exit status is 1. The rerun's table is then
+    judged as the script judges it (``judge``): against itself nothing moves (that a rerun repeats
+    bit for bit is test_fused's); against a table without its row nothing is judged, which fails."""
     sample = ("model=mlp model.activation_name=ReLU task.steps=20 task.eval_every=10 seeds=3 "
               "task.table5.points=101 train_step=autograd progress=false")
-
-    def verify(*args):
-        return subprocess.run([sys.executable, "scripts/verify.py", "table5", "--sample", sample, "--jobs", "1", *args],
-                              cwd=ROOT, capture_output=True, text=True, timeout=600)
-
-    first = verify("--scratch", str(tmp_path / "first"))
+    far = tmp_path / "far"
+    far.mkdir()
+    frame = pd.read_csv(ROOT / "results" / "table5.csv")
+    frame.loc[frame.nonlinearity == "relu", ["mae_median", "mae_q25", "mae_q75"]] = [1e6, 1e6, 1e6]
+    frame.to_csv(far / "table5.csv", index=False)
+    moved = subprocess.run([sys.executable, "scripts/verify.py", "table5", "--sample", sample, "--jobs", "1",
+                            "--against", str(far), "--scratch", str(tmp_path / "first")],
+                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     made = tmp_path / "first" / "results" / "table5.csv"
-    assert made.exists(), first.stderr[-3000:]
+    assert made.exists(), moved.stderr[-3000:]
     assert (tmp_path / "first" / "results" / "evidence" / "table5.jsonl").exists()  # the rerun's own evidence
     log = (tmp_path / "first" / "verify.log").read_text()
     assert "reuse=null" in log and "\nreuse " not in log and "done " in log  # trained, not copied from a twin
-    same = verify("--against", str(made.parent), "--scratch", str(tmp_path / "first"))
-    assert same.returncode == 0, same.stdout + same.stderr[-3000:]
-    assert "table5: 1 rows judged" in same.stdout and "0 moved beyond seed-level noise" in same.stdout
-    far = tmp_path / "far"
-    far.mkdir()
-    frame = pd.read_csv(made)
-    frame.loc[frame.nonlinearity == "relu", ["mae_median", "mae_q25", "mae_q75"]] = [1e6, 1e6, 1e6]
-    frame.to_csv(far / "table5.csv", index=False)
-    moved = verify("--against", str(far), "--scratch", str(tmp_path / "first"))
-    assert moved.returncode == 1 and "moved: relu: mae_median" in moved.stdout, moved.stdout
+    assert moved.returncode == 1 and "moved: relu: mae_median" in moved.stdout, moved.stdout + moved.stderr[-3000:]
+    assert "table5: 1 rows judged" in moved.stdout
+
+    from scripts.verify import judge
+    capsys.readouterr()
+    assert judge(made, made, "table5") == 0
+    out = capsys.readouterr().out
+    assert "table5: 1 rows judged" in out and "0 moved beyond seed-level noise" in out
     frame[frame.nonlinearity != "relu"].to_csv(far / "table5.csv", index=False)  # the rerun's one row is not there
-    nothing = verify("--against", str(far), "--scratch", str(tmp_path / "first"))
-    assert nothing.returncode == 1 and "table5: 0 rows judged" in nothing.stdout
-    assert "nothing was verified" in nothing.stderr
+    assert judge(made, far / "table5.csv", "table5") == 1
+    out, err = capsys.readouterr()
+    assert "table5: 0 rows judged" in out and "nothing was verified" in err
 
 
 @pytest.mark.parametrize("built", [b for b in BUILT if (ROOT / "results" / f"{b.name}.csv").exists()],
