@@ -221,7 +221,6 @@ def write_archive(name: str, data: bytes, carried: Path, limit: int) -> Path:
     return paths[0]
 
 
-
 def pack(name: str, runs: Path = RUNS, carried: Path = CARRIED, limit: int = LIMIT, total: int = TOTAL) -> Path | str:
     """Write ``<carried>/<name>.tar.gz`` (in parts of at most ``limit`` bytes where it is larger)
     from the sweeps ``begin`` recorded and return its (first) path, or return why nothing was

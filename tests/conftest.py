@@ -29,7 +29,7 @@ TINY_IDENTITY = TINY + ["task.table5.points=101"]
 # make test hands whole files to its workers (--dist loadfile) in collection order. xdist's default
 # order (--loadscope-reorder: most tests first) put the files of a few long tests last (test_fused,
 # test_checkpoint, test_dnc, test_cluster: 12, 12, 9 and 6 tests, among the longest in all), where one
-# kept a worker busy after the other had run out of files. So make test keeps this order
+# can keep a worker busy after the other has run out of files. So make test keeps this order
 # (--no-loadscope-reorder) and this hook puts the files whose tests take longest in all first. The
 # order is from `pytest -n 1 --durations=60` (one worker, on a machine busy with two training runs),
 # summed per file; a file not named keeps its place after these.

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from suite.targets import BUILT
+from scripts.verify import judge
 from suite.tables.verify import compare
 
 from .conftest import ROOT
@@ -71,7 +72,6 @@ def test_verify_reruns_a_sample_in_scratch_and_compares(tmp_path, capsys):
     assert moved.returncode == 1 and "moved: relu: mae_median" in moved.stdout, moved.stdout + moved.stderr[-3000:]
     assert "table5: 1 rows judged" in moved.stdout
 
-    from scripts.verify import judge
     capsys.readouterr()
     assert judge(made, made, "table5") == 0
     out = capsys.readouterr().out
