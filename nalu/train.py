@@ -150,8 +150,9 @@ class Checkpoint:
     """Where ``fit`` saves its state, how often, and what the state must belong to: ``key``
     names the run (the runner: its cells' configs and their task's numerics version); a file
     saved under another key is ignored. ``on_resume(step)`` is called when a run picks up from a
-    saved step (e.g. to drop the history logged after it), ``on_save(step)`` after each save (e.g.
-    to note how long the sitting has trained so far). ``stop_signal`` set (to the signal's
+    saved step (e.g. to drop the history logged after it), ``on_save(step)`` at each save, once the
+    state is written and before it replaces the last one (e.g. to note how long the sitting has
+    trained so far: a kill in between leaves the last state, whose steps are trained again). ``stop_signal`` set (to the signal's
     number) asks a running ``fit`` to save now and raise ``Stopped``; ``listening`` says whether a
     ``fit`` is in its loop to hear it."""
 
@@ -186,9 +187,9 @@ class Checkpoint:
     def save(self, state: dict) -> None:
         tmp = self.path.with_name(f".{self.path.name}.tmp")
         torch.save({**state, "key": self.key}, tmp)
-        os.replace(tmp, self.path)
-        if self.on_save:
+        if self.on_save:  # before the state is in place: a checkpoint on disk has had its note
             self.on_save(state["step"])
+        os.replace(tmp, self.path)
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)

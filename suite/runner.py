@@ -381,9 +381,11 @@ def record_sitting(path: Path, resume_step: int) -> list[dict]:
 
 
 def note_wall(path: Path, sittings: list[dict], wall_s: float) -> None:
-    """At each checkpoint: how long this sitting has trained until the state it saved, so that a
+    """At each checkpoint: how long this sitting has trained until the state it saves, so that a
     target carried over several sittings is timed as their sum (``suite.timings``); the time a
-    killed sitting spent after its last checkpoint is trained again by the next and counted there."""
+    killed sitting spent after its last checkpoint is trained again by the next and counted there.
+    Noted before the state replaces the last one, so a checkpoint on disk always has its time (a
+    kill between the two counts one interval twice, never a sitting as 0)."""
     sittings[-1]["wall_s"] = round(wall_s, 2)
     write_json_atomic(path, {"sittings": sittings})
 

@@ -144,6 +144,15 @@ def test_checkpoint_of_another_run_is_ignored(tmp_path):
     same(whole, run(*fresh("nac"), checkpoint=other))
 
 
+def test_a_save_is_noted_before_it_replaces_the_last_state_so_a_kill_between_loses_no_note(tmp_path):
+    seen = []
+    ckpt = Checkpoint(tmp_path / "checkpoint.pt", key="k")
+    ckpt.on_save = lambda step: seen.append((step, ckpt.step()))  # the state on disk when noted
+    ckpt.save({"step": 1})
+    ckpt.save({"step": 2})
+    assert seen == [(1, 0), (2, 1)] and ckpt.step() == 2
+
+
 def test_torn_checkpoint_file_is_ignored(tmp_path):
     path = tmp_path / "checkpoint.pt"
     path.write_bytes(b"not a checkpoint")
