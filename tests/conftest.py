@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import subprocess
 import sys
@@ -79,10 +80,14 @@ def compose(overrides: list[str]):
 
 
 def cli(args: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
-    """Run ``python <args>`` as a user would, in ``cwd``."""
+    """Run ``python <args>`` as a user would, in ``cwd``: a ``-m`` command forked from a process
+    that imported the suite once (``tests/forked.py``), where that runs it as a new interpreter would."""
     env = {**os.environ, "WANDB_MODE": "disabled", "HYDRA_FULL_ERROR": "0"}
-    p = subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True,
-                       timeout=600)
+    if forked(env).forks(args, cwd, env):
+        p = forked(env).run(args, cwd, timeout=600)
+    else:
+        p = subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True,
+                           timeout=600)
     if check and p.returncode != 0:
         raise AssertionError(f"{args} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
     return p
@@ -100,16 +105,17 @@ def build_table(what: str, sweeps: list[Path], cwd: Path, out: Path, name: str |
     return evidence / f"{name}.jsonl"
 
 
-@pytest.fixture(scope="session")
-def suite_run():
-    """``suite_run.run(args, cwd)``: ``python -m suite.run <args>`` in ``cwd`` as ``cli`` runs it,
-    forked from a process that imported the suite once (``tests/forked.py``): for the many
-    commands refused before any training."""
-    from .forked import Forked
+_FORKED = []
 
-    forked = Forked(ROOT, {"WANDB_MODE": "disabled", "HYDRA_FULL_ERROR": "0"})
-    yield forked
-    forked.close()
+
+def forked(env: dict[str, str]):
+    """The worker's fork server (``tests/forked.py``), started with ``env`` at its first command."""
+    if not _FORKED:
+        from .forked import Forked
+
+        _FORKED.append(Forked(ROOT, env))
+        atexit.register(_FORKED[0].close)
+    return _FORKED[0]
 
 
 @pytest.fixture

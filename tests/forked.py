@@ -1,13 +1,18 @@
-"""``python -m suite.run <args>`` without paying for torch's import each time: a process that has
-imported the runner once forks a child per command, which runs the module as ``python -m`` would
-(fresh ``__main__``, its own working directory, environment and exit status). For the many
-refused-input checks, each of which ends before any training: a fork costs milliseconds, a new
-interpreter seconds."""
+"""``python -m <module> <args>`` without paying for torch's import each time: a process that has
+imported the suite once forks a child per command, which runs the module as ``python -m`` would:
+a fresh ``__main__``, ``sys.path[0]`` and the working directory set to the command's folder, its
+own environment, and a normal interpreter exit (threads joined, ``atexit`` run, the module's exit
+status). A new interpreter costs seconds of torch and Hydra imports; a fork, milliseconds. ``cli``
+sends every ``-m`` command here that the fork runs as a new interpreter would, and the rest to one:
+a command whose environment differs from the server's (read at import time), or run in another
+copy of the suite (its own ``suite/``, which the server did not import)."""
 
 from __future__ import annotations
 
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -15,56 +20,81 @@ from pathlib import Path
 
 SERVER = r'''
 import json, os, runpy, sys
-sys.path[0] = os.getcwd()  # the tree, wherever a child then runs
-import suite.run  # noqa: F401  (torch, Hydra and the suite imported once, before any fork)
+import suite.run, suite.evidence, suite.tables  # noqa: F401  (torch, Hydra, pandas and the suite, once, before any fork)
 for line in sys.stdin:
     job = json.loads(line)
-    out, err = job["out"], job["err"]
     pid = os.fork()
     if pid == 0:
         os.chdir(job["cwd"])
-        os.environ.update(job["env"])
-        fd_out, fd_err = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        os.dup2(fd_out, 1)
-        os.dup2(fd_err, 2)
-        sys.argv = ["suite.run", *job["args"]]
-        del sys.modules["suite.run"]  # run afresh as __main__, as python -m does (its imports stay)
-        code = 0
+        sys.path[0] = job["cwd"]  # as python -m puts it
+        for fd, path in ((1, job["out"]), (2, job["err"])):
+            os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # not the server's job pipe, here or in what it starts
+        sys.stdin = open(0, closefd=False)
+        sys.argv = [job["module"], *job["args"]]
+        if not hasattr(sys.modules.get(job["module"]), "__path__"):  # a module, not a package's __main__
+            sys.modules.pop(job["module"], None)  # run afresh as __main__, as python -m does (its imports stay)
         try:
-            runpy.run_module("suite.run", run_name="__main__", alter_sys=True)
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-        except BaseException:
-            import traceback
-            traceback.print_exc()
-            code = 1
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+            runpy.run_module(job["module"], run_name="__main__", alter_sys=True)
+        except BaseException as e:
+            if not isinstance(e, SystemExit):
+                import traceback
+                traceback.print_exc()
+                raise SystemExit(1)
+            raise
+        raise SystemExit(0)  # out of the job loop: the interpreter exits as python -m's would
     _, status = os.waitpid(pid, 0)
     print(os.waitstatus_to_exitcode(status), flush=True)
 '''
 
 
+def same(env: dict[str, str], other: dict[str, str]) -> bool:
+    return comparable(env) == comparable(other)
+
+
+def comparable(env: dict[str, str]) -> dict[str, str]:
+    """``env`` as a command reads it: without pytest's note of the test under way, and with the
+    cache folder torch's compiler writes into its own process's environment at its first compile
+    (its default, which a new interpreter would take too)."""
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    env = {k: v for k, v in env.items() if k != "PYTEST_CURRENT_TEST"}
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.abspath(default_cache_dir()))
+    return env
+
+
 class Forked:
-    """``run(args, cwd)``: like ``subprocess.run([python, "-m", "suite.run", *args])``."""
+    """``run(args, cwd, timeout)``: like ``subprocess.run([python, *args], capture_output=True,
+    text=True)`` for ``args`` of the form ``["-m", module, ...]``, where ``forks(args, cwd, env)``."""
 
     def __init__(self, root: Path, env: dict[str, str]):
-        self.env = env
-        self.server = subprocess.Popen([sys.executable, "-c", SERVER], cwd=root, env={**os.environ, **env},
+        self.root, self.env = root.resolve(), env
+        self.server = subprocess.Popen([sys.executable, "-c", SERVER], cwd=root, env=env, start_new_session=True,
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
-    def run(self, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    def forks(self, args: list[str], cwd: Path, env: dict[str, str]) -> bool:
+        """Whether the fork runs this command as a new interpreter would (pytest's own note of the
+        test under way aside)."""
+        own_suite = Path(cwd).resolve() != self.root and (Path(cwd) / "suite").exists()
+        return (len(args) >= 2 and args[0] == "-m" and same(env, self.env) and not own_suite
+                and self.server.poll() is None)
+
+    def run(self, args: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
         out, err = (Path(tempfile.mkstemp(prefix="forked-")[1]) for _ in range(2))
-        job = {"args": args, "cwd": str(cwd), "env": self.env, "out": str(out), "err": str(err)}
-        self.server.stdin.write(json.dumps(job) + "\n")
-        self.server.stdin.flush()
-        code = int(self.server.stdout.readline())
-        p = subprocess.CompletedProcess(["suite.run", *args], code, out.read_text(), err.read_text())
-        out.unlink()
-        err.unlink()
-        return p
+        job = {"module": args[1], "args": args[2:], "cwd": str(cwd), "out": str(out), "err": str(err)}
+        try:
+            self.server.stdin.write(json.dumps(job) + "\n")
+            self.server.stdin.flush()
+            if not select.select([self.server.stdout], [], [], timeout)[0]:
+                os.killpg(self.server.pid, signal.SIGKILL)  # the server and the child it waits for
+                raise subprocess.TimeoutExpired([sys.executable, *args], timeout)
+            code = int(self.server.stdout.readline())
+            return subprocess.CompletedProcess([sys.executable, *args], code, out.read_text(), err.read_text())
+        finally:
+            out.unlink()
+            err.unlink()
 
     def close(self) -> None:
-        self.server.stdin.close()
-        self.server.wait(timeout=60)
+        if self.server.poll() is None:
+            self.server.stdin.close()
+            self.server.wait(timeout=60)

@@ -14,7 +14,7 @@ from nalu.train import EvalSchedule
 from suite.runner import run_job
 from tasks.arithmetic import ArithmeticProblem
 
-from .conftest import ROOT, TINY_ARITHMETIC, compose
+from .conftest import ROOT, TINY_ARITHMETIC, cli, compose
 
 
 def test_eval_schedule_thins_after_its_late_step():
@@ -43,10 +43,10 @@ def test_paper_budget_sets_the_literatures_steps(task, steps, late, default_step
     assert compose([f"task={task}", "budget=paper", "task.steps=7"]).task.steps == 7  # an override still wins
 
 
-def test_unknown_budget_and_budget_of_a_task_without_budgets_are_refused(workdir, suite_run):
+def test_unknown_budget_and_budget_of_a_task_without_budgets_are_refused(workdir):
     for args, message in ((["budget=papr"], "task static_arithmetic has no budget 'papr'; valid: default, paper"),
                           (["task=identity", "budget=paper"], "task identity has no budget 'paper'; valid: default")):
-        p = suite_run.run([*args, f"hydra.run.dir={workdir / 'r'}"], ROOT)
+        p = cli(["-m", "suite.run", *args, f"hydra.run.dir={workdir / 'r'}"], ROOT, check=False)
         assert p.returncode != 0 and p.stderr.strip().splitlines()[-1] == f"error: {message}"
         assert not (workdir / "r" / "metrics.json").exists()
 

@@ -49,8 +49,8 @@ RUN = ["-m", "suite.run"]
     (["task.steps=1e12"], "task.steps must be a positive integer, got 1000000000000.0"),
     *([] if torch.cuda.is_available() else [(["device=cuda"], "CUDA is not available here")]),
 ])
-def test_bad_input_gives_one_line_error(workdir, args, valid, suite_run):
-    p = suite_run.run(RUN[2:] + args + ["progress=false"], workdir)
+def test_bad_input_gives_one_line_error(workdir, args, valid):
+    p = cli(RUN + args + ["progress=false"], workdir, check=False)
     assert p.returncode == 2, p.stderr
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and valid in lines[0], p.stderr

@@ -253,9 +253,9 @@ def test_nac_wirings_compute_what_they_say(wiring):
         assert not torch.allclose(s_other[2], s1[2])
 
 
-def test_countdown_needs_the_command_shown_once(tmp_path, suite_run):
-    p = suite_run.run(RUN[2:] + ["task.agent=a3c_nac", "task.agent_net.nac_wiring=countdown", "task.env.show_command=always",
-                   "progress=false"], tmp_path)
+def test_countdown_needs_the_command_shown_once(tmp_path):
+    p = cli(RUN + ["task.agent=a3c_nac", "task.agent_net.nac_wiring=countdown", "task.env.show_command=always",
+           "progress=false"], tmp_path, check=False)
     assert p.returncode == 2 and "use task.env.show_command=first" in p.stderr.strip().splitlines()[-1]
 
 

@@ -76,14 +76,14 @@ def test_each_split_uses_only_its_own_images(fake_mnist):
     assert p.test_index[1000].shape == (2, 1000)
 
 
-def test_missing_data_names_make_data(workdir, suite_run):
-    p = suite_run.run(["task=mnist_counting", "data_dir=nowhere"], workdir)
+def test_missing_data_names_make_data(workdir):
+    p = cli(["-m", "suite.run", "task=mnist_counting", "data_dir=nowhere"], workdir, check=False)
     assert p.returncode == 2
     line, = p.stderr.strip().splitlines()
     assert line.startswith("error: MNIST not found") and "run `make data`" in line
 
 
-def test_a_torn_data_file_is_one_line_naming_make_data_and_leaves_no_run_behind(fake_mnist, workdir, suite_run):
+def test_a_torn_data_file_is_one_line_naming_make_data_and_leaves_no_run_behind(fake_mnist, workdir):
     import shutil
 
     from tasks.mnist import data as mnist_data
@@ -92,7 +92,7 @@ def test_a_torn_data_file_is_one_line_naming_make_data_and_leaves_no_run_behind(
     shutil.copytree(fake_mnist, torn)
     images = mnist_data.raw_dir(torn) / "t10k-images-idx3-ubyte"
     images.write_bytes(images.read_bytes()[:1000])
-    p = suite_run.run(["task=mnist_counting", "model=nac", f"data_dir={torn}", "progress=false"], workdir)
+    p = cli(["-m", "suite.run", "task=mnist_counting", "model=nac", f"data_dir={torn}", "progress=false"], workdir, check=False)
     assert p.returncode == 2
     line, = p.stderr.strip().splitlines()
     assert line.startswith("error: MNIST in ") and "is unreadable" in line and "`make data` checks the files" in line

@@ -99,8 +99,8 @@ def test_bad_sizes_are_refused(override):
         ProgramProblem(compose(["task=program_eval", override]).task, [0])
 
 
-def test_bad_kind_is_refused_with_the_valid_ones(workdir, suite_run):
-    p = suite_run.run(["task=program_eval", "task.kind=sorting", "progress=false"], workdir)
+def test_bad_kind_is_refused_with_the_valid_ones(workdir):
+    p = cli(["-m", "suite.run", "task=program_eval", "task.kind=sorting", "progress=false"], workdir, check=False)
     assert p.returncode == 2 and "addition" in p.stderr and "program" in p.stderr
 
 

@@ -60,13 +60,13 @@ def test_range_outside_0_999_is_refused(bad):
         nw.check_range(*bad)
 
 
-def test_bad_translation_config_gives_one_line_errors(workdir, suite_run):
+def test_bad_translation_config_gives_one_line_errors(workdir):
     for override in ["task.numbers=[0,1200]", "task.split.train=10"]:
-        p = suite_run.run(["task=translation", override, "progress=false"], workdir)
+        p = cli(["-m", "suite.run", "task=translation", override, "progress=false"], workdir, check=False)
         assert p.returncode == 2, p.stderr
         line, = p.stderr.strip().splitlines()
         assert line.startswith("error:")
-    p = suite_run.run(["task=translation", "model=nac", "progress=false"], workdir)
+    p = cli(["-m", "suite.run", "task=translation", "model=nac", "progress=false"], workdir, check=False)
     assert p.returncode == 2 and "lstm_nalu" in p.stderr
 
 
