@@ -83,8 +83,8 @@ def cli(args: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedP
     """Run ``python <args>`` as a user would, in ``cwd``: a ``-m`` command forked from a process
     that imported the suite once (``tests/forked.py``), where that runs it as a new interpreter would."""
     env = {**os.environ, "WANDB_MODE": "disabled", "HYDRA_FULL_ERROR": "0"}
-    if forked(env).forks(args, cwd, env):
-        p = forked(env).run(args, cwd, timeout=600)
+    if forked().forks(args, cwd, env):
+        p = forked().run(args, cwd, timeout=600)
     else:
         p = subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True,
                            timeout=600)
@@ -106,14 +106,17 @@ def build_table(what: str, sweeps: list[Path], cwd: Path, out: Path, name: str |
 
 
 _FORKED = []
+# the environment the fork server starts in, as the worker started: a test that changes the
+# environment around its first command does not start the server in that test's environment
+FORK_ENV = {**os.environ, "WANDB_MODE": "disabled", "HYDRA_FULL_ERROR": "0"}
 
 
-def forked(env: dict[str, str]):
-    """The worker's fork server (``tests/forked.py``), started with ``env`` at its first command."""
+def forked():
+    """The worker's fork server (``tests/forked.py``), started at its first command."""
     if not _FORKED:
         from .forked import Forked
 
-        _FORKED.append(Forked(ROOT, env))
+        _FORKED.append(Forked(ROOT, FORK_ENV))
         atexit.register(_FORKED[0].close)
     return _FORKED[0]
 

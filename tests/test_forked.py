@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from .conftest import cli, forked
+from .conftest import forked
 
 PROBE = '''
 import atexit, os, sys, threading, time
@@ -22,21 +22,22 @@ sys.exit(int(sys.argv[1]))
 
 def test_a_forked_command_sees_and_ends_as_in_a_new_interpreter(tmp_path):
     (tmp_path / "probe.py").write_text(PROBE)
-    env = {**os.environ, "WANDB_MODE": "disabled", "HYDRA_FULL_ERROR": "0"}
-    assert forked(env).forks(["-m", "probe", "3"], tmp_path, env)
-    fork = cli(["-m", "probe", "3", "x=1"], tmp_path, check=False)
+    server = forked()
+    env = server.env  # the environment cli() forks commands in
+    assert server.forks(["-m", "probe", "3"], tmp_path, env)
+    fork = server.run(["-m", "probe", "3", "x=1"], tmp_path)
     new = subprocess.run([sys.executable, "-m", "probe", "3", "x=1"], cwd=tmp_path, env=env, capture_output=True,
                          text=True, timeout=120)
     assert (fork.returncode, fork.stdout, fork.stderr) == (new.returncode, new.stdout, new.stderr) == (
         3, f"__main__ ['3', 'x=1'] True {tmp_path.name} True disabled\nthread joined\natexit ran\n", "to stderr\n")
-    crash = cli(["-m", "probe", "not a number"], tmp_path, check=False)
+    crash = server.run(["-m", "probe", "not a number"], tmp_path)
     assert crash.returncode == 1 and crash.stderr.rstrip().endswith(
         "ValueError: invalid literal for int() with base 10: 'not a number'")
 
 
 def test_a_command_the_fork_would_run_otherwise_gets_a_new_interpreter(tmp_path):
-    env = {**os.environ, "WANDB_MODE": "disabled", "HYDRA_FULL_ERROR": "0"}
-    server = forked(env)
+    server = forked()
+    env = server.env
     assert server.forks(["-m", "suite.run"], tmp_path, env)
     assert not server.forks(["-m", "suite.run"], tmp_path, {**env, "OMP_NUM_THREADS": "7"})  # read at import
     # torch's compiler, once it has compiled in the tests' process, names its default cache there
