@@ -1,11 +1,12 @@
 """``python -m <module> <args>`` without paying for torch's import each time: a process that has
 imported the suite once forks a child per command, which runs the module as ``python -m`` would:
-a fresh ``__main__``, ``sys.path[0]`` and the working directory set to the command's folder, its
-own environment, and a normal interpreter exit (threads joined, ``atexit`` run, the module's exit
-status). A new interpreter costs seconds of torch and Hydra imports; a fork, milliseconds. ``cli``
-sends every ``-m`` command here that the fork runs as a new interpreter would, and the rest to one:
-a command whose environment differs from the server's (read at import time), or run in another
-copy of the suite (its own ``suite/``, which the server did not import)."""
+a fresh ``__main__``, ``sys.path[0]`` and the working directory set to the command's folder, the
+server's environment (equal to the command's, or ``cli`` would not send it here), and a normal
+interpreter exit (threads joined, ``atexit`` run, the module's exit status). A new interpreter
+costs seconds of torch and Hydra imports; a fork, milliseconds. ``cli`` sends every ``-m`` command
+here that the fork runs as a new interpreter would, and the rest to one: a command whose
+environment differs from the server's (read at import time), or run in another copy of the suite
+(its own ``suite/``, which the server did not import)."""
 
 from __future__ import annotations
 
@@ -36,12 +37,12 @@ for line in sys.stdin:
             sys.modules.pop(job["module"], None)  # run afresh as __main__, as python -m does (its imports stay)
         try:
             runpy.run_module(job["module"], run_name="__main__", alter_sys=True)
-        except BaseException as e:
-            if not isinstance(e, SystemExit):
-                import traceback
-                traceback.print_exc()
-                raise SystemExit(1)
+        except SystemExit:
             raise
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+            raise SystemExit(1)
         raise SystemExit(0)  # out of the job loop: the interpreter exits as python -m's would
     _, status = os.waitpid(pid, 0)
     print(os.waitstatus_to_exitcode(status), flush=True)
@@ -52,13 +53,18 @@ def same(env: dict[str, str], other: dict[str, str]) -> bool:
     return comparable(env) == comparable(other)
 
 
+# set by pytest for the test under way, or by an import into its own process's environment
+# whatever it held before (gymnasium's, for pygame): a command does not read them as given
+UNREAD = {"PYTEST_CURRENT_TEST", "PYGAME_HIDE_SUPPORT_PROMPT"}
+
+
 def comparable(env: dict[str, str]) -> dict[str, str]:
-    """``env`` as a command reads it: without pytest's note of the test under way, and with the
-    cache folder torch's compiler writes into its own process's environment at its first compile
-    (its default, which a new interpreter would take too)."""
+    """``env`` as a command reads it: without the variables it does not read as given
+    (``UNREAD``), and with the cache folder torch's compiler writes into its own process's
+    environment at its first compile (its default, which a new interpreter would take too)."""
     from torch._inductor.runtime.cache_dir_utils import default_cache_dir
 
-    env = {k: v for k, v in env.items() if k != "PYTEST_CURRENT_TEST"}
+    env = {k: v for k, v in env.items() if k not in UNREAD}
     env.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.abspath(default_cache_dir()))
     return env
 

@@ -45,6 +45,9 @@ def test_a_command_the_fork_would_run_otherwise_gets_a_new_interpreter(tmp_path)
     assert server.forks(["-m", "suite.run"], tmp_path, {**env, "TORCHINDUCTOR_CACHE_DIR": cache_dir()})
     assert not server.forks(["-m", "suite.run"], tmp_path, {**env, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path)})
     assert os.path.abspath(default_cache_dir()) == cache_dir()
+    import gymnasium  # noqa: F401  (sets pygame's prompt variable in this process, as in any that imports it)
+    prompt = os.environ["PYGAME_HIDE_SUPPORT_PROMPT"]
+    assert server.forks(["-m", "suite.run"], tmp_path, {**env, "PYGAME_HIDE_SUPPORT_PROMPT": prompt})
     assert not server.forks(["scripts/verify.py"], tmp_path, env)
     (tmp_path / "suite").mkdir()  # another copy of the suite, which the server did not import
     assert not server.forks(["-m", "suite.run"], tmp_path, env)

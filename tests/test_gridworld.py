@@ -193,7 +193,7 @@ def test_per_member_clipping_and_shared_adam_state():
     state = a3c.shared_adam_state([shared])
     child = torch.multiprocessing.get_context("spawn").Process(target=_adam_step_in_child, args=(shared, state))
     child.start()
-    child.join(timeout=60)
+    child.join(timeout=600)  # a bound on a hang, not on speed: a spawned child imports torch afresh
     assert child.exitcode == 0
     assert state[0]["step"].item() == 1 and (state[0]["exp_avg"] == 0.1).all()  # (1 - beta1) * grad
     torch.testing.assert_close(shared.data, torch.full((2, 3), -0.1))  # Adam's first step: lr * sign(grad)
