@@ -82,7 +82,7 @@ def compose(overrides: list[str]):
 def cli(args: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
     """Run ``python <args>`` as a user would, in ``cwd``: a ``-m`` command forked from a process
     that imported the suite once (``tests/forked.py``), where that runs it as a new interpreter would."""
-    env = {**os.environ, "WANDB_MODE": "disabled", "HYDRA_FULL_ERROR": "0"}
+    env = {**os.environ, **COMMAND_ENV}
     if forked().forks(args, cwd, env):
         p = forked().run(args, cwd, timeout=600)
     else:
@@ -106,9 +106,10 @@ def build_table(what: str, sweeps: list[Path], cwd: Path, out: Path, name: str |
 
 
 _FORKED = []
+COMMAND_ENV = {"WANDB_MODE": "disabled", "HYDRA_FULL_ERROR": "0"}  # what cli() sets over the tests' environment
 # the environment the fork server starts in, as the worker started: a test that changes the
 # environment around its first command does not start the server in that test's environment
-FORK_ENV = {**os.environ, "WANDB_MODE": "disabled", "HYDRA_FULL_ERROR": "0"}
+FORK_ENV = {**os.environ, **COMMAND_ENV}
 
 
 def forked():
