@@ -23,7 +23,7 @@ EVIDENCE = $(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(NAME
 # time each target took (results/timings.md, .csv, and README.md's block) from all the evidence
 TABLES = $(if $(filter 1 true yes,$(DRY_RUN)),: ,$(PY) -m suite.tables build $(1) && $(PY) -m suite.claims && $(PY) -m suite.timings)
 DRY := $(if $(filter 1 true yes,$(DRY_RUN)),dry_run=true progress=false hydra/job_logging=disabled)
-# DEVICE=cuda (or cuda:1): every sweep but figure5's trains there (README, "On a GPU"); the A3C
+# DEVICE=cuda (or cuda:1): every sweep but figure5's trains there (docs/running.md, "On a GPU"); the A3C
 # of figure5 runs in CPU worker processes whatever DEVICE says
 # SAMPLE="<overrides>": added to every sweep, narrowing it (make verify reruns a sample this way)
 SAMPLE ?=
@@ -180,8 +180,8 @@ reproduce-figure5: SWEPT = multirun/figure5$(V)
 reproduce-figure5: install  ## Figure 5: grid-world time tracking, A3C and A3C + NAC x 3 seeds -> results/figure5.* (VARIANT=wirings: the NAC as the clock; late_zero: the paper's scoring, not arriving scores 0, 5 seeds run twice)
 	$(if $(filter slurm,$(LAUNCHER)),@echo "LAUNCHER=slurm: Figure 5's A3C runs on this machine (its workers are processes of one run)")
 	$(BEGIN)
-	$(RUN) -m +experiment=figure5$(V) hydra/launcher=basic $(DRY)
-	$(if $(wildcard configs/experiment/figure5$(V)_a3c.yaml),$(RUN) -m +experiment=figure5$(V)_a3c hydra/launcher=basic $(DRY))
+	$(RUN) -m +experiment=figure5$(V) hydra/launcher=basic $(DRY) $(SAMPLE)
+	$(if $(wildcard configs/experiment/figure5$(V)_a3c.yaml),$(RUN) -m +experiment=figure5$(V)_a3c hydra/launcher=basic $(DRY) $(SAMPLE))
 	$(EVIDENCE)
 	$(call TABLES,$(NAME))
 
@@ -222,6 +222,7 @@ ifeq ($(PROTOCOL),primer)
 	  $(PY) -m suite.tables scorecard $(BENCH_OUT)/$(BENCH_NAME)_primer.jsonl)
 else ifeq ($(PROTOCOL),tasks)
 	$(if $(filter 1 true yes,$(TOLD)),$(error TOLD=1 tells a unit the arithmetic task's function; PROTOCOL=tasks has tasks without one))
+	@$(MAKE) --no-print-directory data  # the MNIST core and Table 4's final layer read MNIST (after the refusals above)
 	$(RUN) -m +experiment=table1_recurrent model=unit 'model.unit=$(UNIT)' name=benchmark_$(BENCH_NAME)_tasks hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME)_tasks/recurrent $(SWEEP)
 	$(RUN) -m +experiment=table2_stacks model=unit 'model.unit=$(UNIT)' model.state_init=$(BENCH_STATE_INIT) name=benchmark_$(BENCH_NAME)_tasks hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME)_tasks/mnist $(SWEEP)
 	$(RUN) -m +experiment=table3 model=lstm '+model.readout=$(UNIT)' name=benchmark_$(BENCH_NAME)_tasks hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME)_tasks/words $(SWEEP)

@@ -9,7 +9,8 @@ cells, and its runs copy no committed twin (``reuse=null``): every cell of the t
 sweeps, which narrow them: ``--sample "model=nac task.op=add,sub"``), trains anew. Rows the sample
 leaves out are not judged. Exits 0 when it judged at least one row and none moved beyond noise,
 1 when some did (each printed) or when it judged none (a verification that compared nothing
-cannot pass), 2 on bad input. The scratch folder is removed unless ``--scratch`` names it.
+cannot pass, nor one whose rerun trained no cell or copied any: ``untrained``), 2 on bad input.
+The scratch folder is removed unless ``--scratch`` names it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from suite.evidence import load  # noqa: E402
 from suite.tables.verify import compare  # noqa: E402
 from scripts.reproduce_all import TARGETS  # noqa: E402
 
@@ -69,8 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         copy_tree(scratch)
         log = scratch / "verify.log"
+        evidence = scratch / "results" / "evidence" / f"{stem}.jsonl"
+        evidence.unlink(missing_ok=True)  # the committed copy: what is there after the rerun, the rerun wrote
         # -o: the linked .venv is this tree's, built already (make must not rebuild it from the copy)
-        # reuse=null: the scratch holds the committed evidence, whose cells would otherwise be copied
+        # reuse=null (the default, made sure of): the scratch holds the committed evidence, whose cells could otherwise be copied
         # as identical twins (suite.evidence.identical) instead of trained, and compared with themselves
         command = ["make", "-o", ".venv/.installed", f"reproduce-{a.target}", f"BUDGET={a.budget}", f"VARIANT={a.variant}",
                    f"SAMPLE={a.sample} reuse=null".strip(), f"JOBS={a.jobs}"]
@@ -82,10 +86,29 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(tail), file=sys.stderr)
             print(f"error: the rerun failed (exit {rc}); log above", file=sys.stderr)
             return 2
+        if untrained(evidence, stem):
+            return 1
         return judge(scratch / "results" / f"{stem}.csv", committed, stem)
     finally:
         if a.scratch is None:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def untrained(evidence: Path, stem: str) -> bool:
+    """Whether the rerun failed to train its cells (each said on stderr): it wrote no evidence, no
+    cell, or a cell copied from a committed twin (``reused_from``), whose table would be judged
+    against itself. A recipe that drops verify's ``reuse=null`` shows up here."""
+    if not evidence.is_file():
+        print(f"error: the rerun wrote no evidence ({evidence}): nothing was verified", file=sys.stderr)
+        return True
+    cells = load(evidence)
+    copied = [c["run"] for c in cells if "reused_from" in c]
+    if copied:
+        print(f"error: {len(copied)} of {len(cells)} cells of {stem} were copied from committed twins, not "
+              f"trained (e.g. {copied[0]}): the rerun did not pass reuse=null on", file=sys.stderr)
+    elif not cells:
+        print(f"error: the rerun of {stem} trained no cell: nothing was verified", file=sys.stderr)
+    return bool(copied) or not cells
 
 
 def judge(rerun: Path, committed: Path, stem: str) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 
@@ -9,7 +11,7 @@ import pandas as pd
 import pytest
 
 from suite.targets import BUILT
-from scripts.verify import judge
+from scripts.verify import judge, untrained
 from suite.tables.verify import compare
 
 from .conftest import ROOT
@@ -80,6 +82,33 @@ def test_verify_reruns_a_sample_in_scratch_and_compares(tmp_path, capsys):
     assert judge(made, far / "table5.csv", "table5") == 1
     out, err = capsys.readouterr()
     assert "table5: 0 rows judged" in out and "nothing was verified" in err
+
+
+def test_a_rerun_that_copied_a_cell_or_trained_none_verifies_nothing(tmp_path, capsys):
+    """A cell copied from its committed twin would be judged against itself; so would a rerun
+    that wrote no evidence (the committed file is removed from the scratch first)."""
+    evidence = tmp_path / "t.jsonl"
+    assert untrained(evidence, "t") and "wrote no evidence" in capsys.readouterr().err
+    evidence.write_text("")
+    assert untrained(evidence, "t") and "trained no cell" in capsys.readouterr().err
+    trained = {"run": "t/a", "members": [{"seed": 0}]}
+    evidence.write_text(json.dumps(trained) + "\n" + json.dumps({**trained, "run": "t/b", "reused_from": "x"}) + "\n")
+    assert untrained(evidence, "t") and "1 of 2 cells of t were copied" in capsys.readouterr().err
+    evidence.write_text(json.dumps(trained) + "\n")
+    assert not untrained(evidence, "t") and capsys.readouterr().err == ""
+
+
+REPRODUCE = sorted(set(re.findall(r"^(reproduce-[a-z0-9-]+):", (ROOT / "Makefile").read_text(), re.M)) - {"reproduce-all"})
+
+
+@pytest.mark.parametrize("target", REPRODUCE)
+def test_every_run_of_a_make_target_takes_verifys_sample(target):
+    """make verify narrows a target and turns reuse off through SAMPLE; a run that dropped it would
+    copy every committed cell and pass untrained (make -n prints the recipe, running nothing)."""
+    printed = subprocess.run(["make", "-n", "-o", ".venv/.installed", target, "VARIANT=", "SAMPLE=marker=1"],
+                             cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    runs = [line for line in printed.splitlines() if "-m suite.run" in line]
+    assert runs and all("marker=1" in line for line in runs), runs
 
 
 @pytest.mark.parametrize("built", [b for b in BUILT if (ROOT / "results" / f"{b.name}.csv").exists()],
