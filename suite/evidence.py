@@ -14,9 +14,10 @@ A line stores its ``members`` by column (``columns``): one list per field, in me
 for every seed (a 100-seed file is half the size), and ``load`` gives back the records exactly,
 field order and all. A file of the older form, ``members`` as a list, loads as it did.
 
-A cell asked for anew whose identical twin (same hashed config, same numerics version) is in a
-committed evidence file is not trained again: the runner copies its record, with ``reused_from``
-naming where it came from (``identical``; ``reuse=null`` trains it anyway).
+Asked to (``reuse=results/evidence``; the default, null, trains every cell), a cell whose identical
+twin (same hashed config, same numerics version) was trained by another sweep and committed is not
+trained again: the runner copies its record, with ``reused_from`` naming where it came from
+(``identical``). The cell's own committed record is not a twin.
 
 ``--restore`` does the reverse, for a machine that has the evidence but not the run folders (a
 fresh clone, the next sitting of a sweep spread over several): it writes each cell's
@@ -115,24 +116,28 @@ def restore(name: str, runs: Path, evidence: Path = EVIDENCE_DIR) -> list[Path]:
 
 
 @functools.lru_cache(maxsize=4)
-def identical_index(evidence: Path = EVIDENCE_DIR) -> dict[tuple[str, int], tuple[str, dict]]:
-    """(config hash, numerics version) -> (evidence file's stem, cell) for every committed cell."""
-    index = {}
+def identical_index(evidence: Path = EVIDENCE_DIR) -> dict[tuple[str, int], list[tuple[str, dict]]]:
+    """(config hash, numerics version) -> [(evidence file's stem, cell), ...] for every committed
+    cell that was trained (a copy, ``reused_from``, points at its original, which is listed)."""
+    index: dict[tuple[str, int], list[tuple[str, dict]]] = {}
     for f in sorted(Path(evidence).glob("*.jsonl")):
         for cell in load(f):
-            if cell.get("complete") and "config_hash" in cell:
-                index.setdefault((cell["config_hash"], cell.get("numerics")), (f.stem, cell))
+            if cell.get("complete") and "config_hash" in cell and "reused_from" not in cell:
+                index.setdefault((cell["config_hash"], cell.get("numerics")), []).append((f.stem, cell))
     return index
 
 
-def identical(digest: str, numerics: int, evidence: Path = EVIDENCE_DIR) -> tuple[str, dict] | None:
+def identical(digest: str, numerics: int, evidence: Path = EVIDENCE_DIR,
+              cell_dir: Path | None = None) -> tuple[str, dict] | None:
     """A committed cell made with the same hashed config and numerics version as ``digest`` (so the
-    same numbers, ``suite.record``), as (where: ``<evidence stem>: <run>``, its record); None if none."""
-    found = identical_index(Path(evidence)).get((digest, numerics))
-    if found is None:
-        return None
-    stem, cell = found
-    return f"{stem}: {cell['run']}", {k: v for k, v in cell.items() if k != "run"}
+    same numbers, ``suite.record``), as (where: ``<evidence stem>: <run>``, its record); None if none.
+    The cell's own record (its ``run`` is ``cell_dir``'s ``<sweep>/<cell>``) is not its twin: a
+    make target run from a fresh clone trains its cells; only a twin committed by another sweep is
+    copied."""
+    for stem, cell in identical_index(Path(evidence)).get((digest, numerics), []):
+        if cell_dir is None or not ("/" + Path(cell_dir).as_posix()).endswith("/" + cell["run"]):
+            return f"{stem}: {cell['run']}", {k: v for k, v in cell.items() if k != "run"}
+    return None
 
 
 def load(*files: Path) -> list[dict]:

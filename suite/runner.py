@@ -122,7 +122,7 @@ def prepare(cfg: DictConfig, out_dir: Path, overrides: str = "", group: list[Dic
     reason = why_run(cfg, out_dir, digest)
     name = label(cell_name(cfg), overrides)
     reuse = cfg.get("reuse")
-    twin = identical(digest, numerics, ROOT / reuse) if reason == "not run yet" and reuse else None
+    twin = identical(digest, numerics, ROOT / reuse, out_dir) if reason == "not run yet" and reuse else None
     if twin and not cfg.get("dry_run"):
         write_json_atomic(out_dir / "metrics.json", {**twin[1], "reused_from": twin[0]})
         settle_config(out_dir, runs=True)

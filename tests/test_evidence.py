@@ -180,7 +180,8 @@ def test_restored_cells_are_up_to_date_and_the_sweep_goes_on_with_the_missing_on
 def test_a_cell_whose_identical_twin_is_in_evidence_is_copied_not_trained_under_any_sweep_name(workdir):
     """The twin is found by config hash and numerics version alone (the sweep's name is not
     hashed); its record is copied with where it came from, the rest of the sweep trains, a dry run
-    says so first, and reuse=null trains the twin anyway."""
+    says so first, and reuse=null trains the twin anyway. A cell's own committed record is no twin:
+    the sweep run again from a fresh clone trains the cell that only it made."""
     import shutil
 
     from .conftest import TINY_ARITHMETIC
@@ -203,6 +204,12 @@ def test_a_cell_whose_identical_twin_is_in_evidence_is_copied_not_trained_under_
     (path,) = (workdir / "multirun/second").glob("*task.op=add,*/metrics.json")
     copied = json.loads(path.read_text())
     assert copied == {**{k: v for k, v in twin.items() if k != "run"}, "reused_from": f"first: {twin['run']}"}
+    cli(["-m", "suite.evidence", "second", str(workdir / "multirun/second"), "--out", str(workdir / "ev")], workdir)
+    shutil.rmtree(workdir / "multirun")  # a fresh clone: the second sweep's own records are not its twins
+    fresh = cli(second, workdir)
+    assert sorted(line.split(":")[0] for line in fresh.stderr.splitlines() if line.startswith("reuse ")) == [
+        "reuse static/add/nac", "reuse static/sub/nac"]  # from the first sweep, not from their copies
+    assert "done static/mul/nac" in fresh.stderr and "identical to first: first/" in fresh.stderr
     again = cli(run + ["name=third", "task.op=add", "reuse=null"], workdir)
     assert "done static/add/nac" in again.stderr and "reuse " not in again.stderr
     bad = cli(run + ["name=fourth", "task.op=add", f"reuse={workdir / 'absent'}"], workdir, check=False)
