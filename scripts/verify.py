@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         evidence = scratch / "results" / "evidence" / f"{stem}.jsonl"
         evidence.unlink(missing_ok=True)  # the committed copy: what is there after the rerun, the rerun wrote
         # -o: the linked .venv is this tree's, built already (make must not rebuild it from the copy)
-        # reuse=null (the default, made sure of): the scratch holds the committed evidence, whose cells could otherwise be copied
+        # reuse=null, whatever the default: the scratch holds the committed evidence, whose cells could otherwise be copied
         # as identical twins (suite.evidence.identical) instead of trained, and compared with themselves
         command = ["make", "-o", ".venv/.installed", f"reproduce-{a.target}", f"BUDGET={a.budget}", f"VARIANT={a.variant}",
                    f"SAMPLE={a.sample} reuse=null".strip(), f"JOBS={a.jobs}"]
