@@ -79,7 +79,8 @@ def plot(df: pd.DataFrame, path: Path, train_domain: int, caption: str) -> None:
             ax.set(xlabel="operand domain (operands below)", title=KINDS[kind],
                    ylabel="mean absolute error" if metric == "mae" else "exact match of rounded answer (%)")
         axes[0, j].legend(fontsize=7)
-    fig.suptitle(textwrap.fill(caption, 160), fontsize=9)  # wrapped: one line overflows the figure
+    # wrapped to the figure's width, about 14 characters an inch at 9 pt: one line overflows it
+    fig.suptitle(textwrap.fill(caption, 14 * 6 * len(kinds)), fontsize=9)
     fig.tight_layout()
     save_figure(fig, path)
 
