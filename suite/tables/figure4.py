@@ -80,7 +80,7 @@ def plot(df: pd.DataFrame, path: Path, train_domain: int, caption: str) -> None:
                    ylabel="mean absolute error" if metric == "mae" else "exact match of rounded answer (%)")
         axes[0, j].legend(fontsize=7)
     # wrapped to the figure's width, about 14 characters an inch at 9 pt: one line overflows it
-    fig.suptitle(textwrap.fill(caption, 14 * 6 * len(kinds)), fontsize=9)
+    fig.suptitle(textwrap.fill(caption, round(14 * fig.get_figwidth())), fontsize=9)
     fig.tight_layout()
     save_figure(fig, path)
 
