@@ -70,6 +70,8 @@ $(if $(VARIANT),$(foreach g,$(filter $(patsubst SWEEPS_%,%,$(filter SWEEPS_%,$(.
 # (VARIANT=recurrent of reproduce-protocol-search: input range and the baselines' state) where a
 # table1_recurrent_<variant>.yaml exists; a variant without one is the static half alone
 HAS_RECURRENT = $(wildcard configs/experiment/table1_recurrent$(PAPER)$(V).yaml)
+# and a variant without a table1_static_<variant>.yaml (VARIANT=wide) is the recurrent half alone
+HAS_STATIC = $(wildcard configs/experiment/table1_static$(PAPER)$(V).yaml)
 # UNIT=<package.module>:<Class> (make benchmark-unit): the files are named after the class, lower case
 UNIT ?=
 # PROTOCOL=primer (make benchmark-unit): the Primer benchmark's protocol instead of the units table's
@@ -125,10 +127,11 @@ reproduce-all: data  ## every target below in turn, skipping those up to date; a
 	$(PY) scripts/reproduce_all.py --jobs $(JOBS) $(if $(filter 1 true yes,$(DRY_RUN)),--check)
 
 reproduce-table1: NAME = table1$(PAPER)$(V)
-reproduce-table1: SWEPT = multirun/table1_static$(PAPER)$(V) $(if $(HAS_RECURRENT),multirun/table1_recurrent$(PAPER)$(V))
+reproduce-table1: SWEPT = $(if $(HAS_STATIC),multirun/table1_static$(PAPER)$(V)) $(if $(HAS_RECURRENT),multirun/table1_recurrent$(PAPER)$(V))
 reproduce-table1: install  ## Table 1: static + recurrent arithmetic, 48 cells x 10 seeds -> results/table1.* (BUDGET=paper: table1_paper.*; VARIANT=seeds100: NAC and NALU with 100 seeds, table1_seeds100.*)
+	$(if $(or $(HAS_STATIC),$(HAS_RECURRENT)),,$(error VARIANT=$(VARIANT) of make reproduce-table1 has no sweep at BUDGET=$(BUDGET); its configs: $(notdir $(wildcard configs/experiment/table1_*_$(VARIANT).yaml))))
 	$(BEGIN)
-	$(RUN) -m +experiment=table1_static$(PAPER)$(V) $(SWEEP)
+	$(if $(HAS_STATIC),$(RUN) -m +experiment=table1_static$(PAPER)$(V) $(SWEEP),:)
 	$(if $(HAS_RECURRENT),$(RUN) -m +experiment=table1_recurrent$(PAPER)$(V) $(SWEEP),:)
 	$(EVIDENCE)
 	$(call TABLES,$(NAME))

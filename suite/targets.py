@@ -35,6 +35,7 @@ BUILT = [
     Built("table1", "table1"), Built("table1_paper", "table1"), Built("table1_seeds100", "table1"),
     Built("table1_protocol1", "table1"), Built("table1_protocol2", "table1"), Built("table1_protocol3", "table1"),
     Built("table1_protocol1_seeds100", "table1"), Built("table1_paper_protocol1", "table1"),
+    Built("table1_paper_wide", "table1"),
     Built("table2", "table2"), Built("table2_last", "table2"), Built("table2_select100", "table2"),
     Built("table2_mnist_example", "table2"), Built("table2_nalu_grid", "table2"),
     Built("table3", "table3"), Built("table3_paper", "table3"), Built("table3_paper_grid", "table3"),
