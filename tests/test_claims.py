@@ -145,8 +145,9 @@ def test_trained_as_the_paper_says_holds_table3_table4_and_figure5_to_their_in_d
     t3 = pd.DataFrame([{"model": "lstm_sum", "ours_train": 0.005, "paper_train": 0.003},
                        {"model": "lstm_nalu", "ours_train": 0.3, "paper_train": 0.12},
                        {"model": "lstm_nac", "ours_train": 500.0, "paper_train": 80.0}])
-    assert [(c.cell, c.agrees) for c in claims.table3_trained(t3)] == [("lstm_sum train MAE", True),
-                                                                       ("lstm_nalu train MAE", False)]
+    assert [(c.cell, c.agrees) for c in claims.table3_trained(t3)] == [("lstm_nalu train MAE", False)]
+    assert [(c.cell, c.agrees) for c in claims.table3_trained(t3, ("lstm_sum", "lstm_nalu"))] == [
+        ("lstm_sum train MAE", True), ("lstm_nalu train MAE", False)]
     t4 = pd.DataFrame([{"layer": "previous_best_wx_plus_b", "ours": 80.4}, {"layer": "nac", "ours": 50.0}])
     assert [c.agrees for c in claims.table4_trained(t4)] == [True]
     assert [c.agrees for c in claims.table4_trained(t4.assign(ours=[80.2, 50.0]))] == [False]
@@ -159,18 +160,19 @@ def test_trained_as_the_paper_says_holds_table3_table4_and_figure5_to_their_in_d
                                                                         ("a3c_nac command 12", False)]
 
 
-def test_the_glance_sets_apart_the_verdicts_of_tables_whose_models_were_trained_as_the_paper_says():
-    """A verdict from an untrained setup tests the setup; the last column keeps only the tables
-    whose ``trained`` rule holds, says when none does yet, and n/a for a claim without one."""
-    reading = "in range (100): every model 90% exact"
-    rows = [("programs-addition", "figure4", reading, "not reproduced", "no"),
-            ("programs-addition", "figure4_trained", reading, "mixed", "yes"),
-            ("programs-conditional", "figure4_trained", reading, "not reproduced", "no"),
-            ("units-rates", "units", next(c for c in CLAIMS if c.id == "units-rates").readings[0].name, "mixed", "n/a")]
-    df = pd.DataFrame(rows, columns=["claim", "table", "reading", "verdict", "trained"])
+def test_the_glance_gives_each_claim_its_primary_verdict_stability_class_registration_and_levers():
+    """One row per claim, from its primary row alone: the sensitivity rows of the same claim do not
+    show, and a claim without a primary row says so."""
+    mul = next(c for c in CLAIMS if c.id == "static-mul")
+    base = {"claim": "static-mul", "protocol": "", "numbers": "4 of 4 agree", "trained": "yes", "class": ""}
+    df = pd.DataFrame([{**base, "table": "table1", "reading": "median seed", "primary": False, "verdict": "mixed",
+                        "stability": 0.5},
+                       {**base, "table": "table1_paper_protocol1", "reading": "selected seed", "primary": True,
+                        "verdict": "reproduced", "stability": 0.9, "class": "reproduced"}])
     lines = {line.split(" (")[0].lstrip("| "): line for line in glance(df).splitlines()[2:]}
-    assert lines["programs-addition"].endswith(
-        f"| {reading}: **not reproduced** (figure4), **mixed** (figure4_trained); beyond (10,000): the NALU models 90% "
-        f"exact: not run | {reading}: **mixed** (figure4_trained) |")
-    assert lines["programs-conditional"].endswith("| in no table yet |")
-    assert lines["units-rates"].endswith("| n/a |")
+    row = lines["static-mul"]
+    date = claims.registered()["static-mul"].date
+    assert (f"**reproduced** in `table1_paper_protocol1`, selected seed (registered {date}) | holds in 90% of seed "
+            "resamples | **reproduced** |") in row
+    assert "median seed" not in row and mul.sentence in row
+    assert lines["identity"].endswith("| not run | - | untested | - | - |")

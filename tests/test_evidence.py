@@ -57,7 +57,7 @@ def test_a_table_rebuilds_byte_identical_from_its_evidence_alone(built, tmp_path
 def test_every_table_of_results_has_a_builder():
     """Nothing in results/ is orphaned: each table and figure is some entry's output."""
     figure3 = {"figure3" + b.name.removeprefix("table3") for b in BUILT if b.what == "table3"}  # beside each Table 3
-    stems = {b.name for b in BUILT} | figure3 | {"figure1", "claims", "timings", "rates"}  # suite.claims, suite.timings
+    stems = {b.name for b in BUILT} | figure3 | {"figure1", "claims", "stability", "timings", "rates"}  # suite.claims, suite.timings
     stems |= {f"{b.name}_best_of_k" for b in BUILT if b.what == "table1"}  # beside a Table 1 of many seeds
     stems |= {f"{b.name}_totals" for b in BUILT if b.what == "primer"}  # beside the Primer's table
     files = [p for p in RESULTS.iterdir() if p.suffix in (".md", ".csv", ".png") and p.name != "README.md"]

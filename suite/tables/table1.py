@@ -169,12 +169,11 @@ def caption(cells: list[dict], checkpoint: str, reference: str, solved_below: fl
     ])
 
 
-def build(evidence: Path | list[Path], out: Path, checkpoint: str = "best",
-          reference: str = "random", solved_below: float = ZERO, name: str = "table1") -> list[Path]:
-    evidence = [evidence] if isinstance(evidence, Path | str) else list(evidence)
-    cells = [c for c in load_cells(*evidence) if c["task"] in ("static_arithmetic", "recurrent_arithmetic")]
+def merged(cells: list[dict], checkpoint: str = "best", reference: str = "random",
+           solved_below: float = ZERO) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The paper's rows with ours beside them (``df``, its ``paper`` parsed), and the rows of models
+    the paper has no column for (``extra``)."""
     rows = [r for c in cells for r in cell_rows(c, checkpoint, reference, solved_below)]
-    require(cells, "Table 1", evidence, "reproduce-table1")
     ours = pd.DataFrame(rows, columns=[
         "task", "range", "function", "model", "ours", "oracle", "median", "q25", "q75", "solved", "success",
         "diverged", "seeds", "chosen_seed", "chosen_step"])
@@ -184,12 +183,42 @@ def build(evidence: Path | list[Path], out: Path, checkpoint: str = "best",
     # models the paper has no column for (a unit from outside, make benchmark-unit PROTOCOL=tasks): a
     # column of their own after the paper's, kept out of the counts against the paper
     extra = not_in_paper(ours, ref, ["task", "model"])
-    extra_columns = [(t, m) for t, m in extra[["task", "model"]].drop_duplicates().itertuples(index=False)]
     df["paper"] = df.paper_printed.map(paper_float)
     df["verdict"] = [verdict(o, p) for o, p in zip(df.ours, df.paper)]
     df["oracle_verdict"] = [verdict(o, p) for o, p in zip(df.oracle, df.paper)]
     df["function"] = pd.Categorical(df.function, FUNCTIONS, ordered=True)
     df = df.sort_values(["task", "range", "function"], ascending=[False, False, True])
+    return df, extra
+
+
+def as_csv(df: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:
+    """What ``<name>.csv`` holds: the paper's printed value as ``paper``, then the extra models."""
+    csv = df.drop(columns=["paper"]).rename(columns={"paper_printed": "paper"})
+    if len(extra):
+        csv = pd.concat([csv, extra.assign(verdict="not in the paper")], ignore_index=True)
+    return csv
+
+
+def frame(cells: list[dict]) -> pd.DataFrame:
+    """The table's csv frame from its cells (what the claims' rules read)."""
+    return as_csv(*merged(cells))
+
+
+def best_of_k_frame(cells: list[dict]) -> pd.DataFrame:
+    """The ``_best_of_k`` csv frame from its cells (empty below ``best_of_k.MIN_SEEDS`` seeds)."""
+    if not cells or max(len(c["members"]) for c in cells) < best_of_k.MIN_SEEDS:
+        return pd.DataFrame()
+    df, _ = merged(cells)
+    return best_of_k.curves([(c, scores(c, "best", "random")) for c in cells], df, "best")
+
+
+def build(evidence: Path | list[Path], out: Path, checkpoint: str = "best",
+          reference: str = "random", solved_below: float = ZERO, name: str = "table1") -> list[Path]:
+    evidence = [evidence] if isinstance(evidence, Path | str) else list(evidence)
+    cells = [c for c in load_cells(*evidence) if c["task"] in ("static_arithmetic", "recurrent_arithmetic")]
+    require(cells, "Table 1", evidence, "reproduce-table1")
+    df, extra = merged(cells, checkpoint, reference, solved_below)
+    extra_columns = [(t, m) for t, m in extra[["task", "model"]].drop_duplicates().itertuples(index=False)]
 
     # the paper's layout: ranges x functions down, the eight model columns across
     table = []
@@ -247,10 +276,7 @@ def build(evidence: Path | list[Path], out: Path, checkpoint: str = "best",
         to_markdown(extended.rename(columns={"paper_printed": "paper"})),
         *([best_of_k.section(best, name)] if many else []),
     ]) + "\n"
-    csv = df.drop(columns=["paper"]).rename(columns={"paper_printed": "paper"})
-    if len(extra):
-        csv = pd.concat([csv, extra.assign(verdict="not in the paper")], ignore_index=True)
-    return write_table(out, name, md, csv) + (best_of_k.write(best, out, name) if many else [])
+    return write_table(out, name, md, as_csv(df, extra)) + (best_of_k.write(best, out, name) if many else [])
 
 
 def selection_text(df: pd.DataFrame) -> str:

@@ -65,11 +65,9 @@ def select(cells: list[dict]) -> tuple[list[dict], dict[tuple[str, str], str]]:
     return picked, grid
 
 
-def build(evidence: Path | list[Path], out: Path, name: str = "table2") -> list[Path]:
-    """Table 2 from the evidence files ``evidence`` as ``<out>/<name>.md|csv`` (a variant's: ``table2_last``)."""
-    evidence = [evidence] if isinstance(evidence, Path | str) else list(evidence)
-    cells = require([c for c in load_cells(*evidence) if c["task"] in ("mnist_counting", "mnist_addition")],
-                    "MNIST counting or addition", evidence, "reproduce-table2")
+def selected_frame(cells: list[dict]) -> tuple[pd.DataFrame, list[dict], dict[tuple[str, str], str]]:
+    """The csv frame (the paper's rows with ours beside, then models the paper has no row for), the
+    cells selected from a grid, and where each was selected from."""
     cells, grid = select(cells)
     ours = pd.DataFrame([r for c in cells for r in cell_rows(c)],
                         columns=["task", "model", "length", "metric", "ours", "median", "q25", "q75",
@@ -78,8 +76,21 @@ def build(evidence: Path | list[Path], out: Path, name: str = "table2") -> list[
     # a model the paper has no row for (a unit from outside, make benchmark-unit PROTOCOL=tasks): rows of its own
     extra = not_in_paper(ours, ref, ["model"]).assign(value="-")
     df = pd.concat([ref.merge(ours, on=["task", "model", "length", "metric"], how="left"), extra], ignore_index=True)
-    df = df.rename(columns={"value": "paper"})
-    headers = {**HEADERS, **{m: m for m in extra.model}}
+    return df.rename(columns={"value": "paper"}), cells, grid
+
+
+def frame(cells: list[dict]) -> pd.DataFrame:
+    """The table's csv frame from its cells (what the claims' rules read)."""
+    return selected_frame(cells)[0]
+
+
+def build(evidence: Path | list[Path], out: Path, name: str = "table2") -> list[Path]:
+    """Table 2 from the evidence files ``evidence`` as ``<out>/<name>.md|csv`` (a variant's: ``table2_last``)."""
+    evidence = [evidence] if isinstance(evidence, Path | str) else list(evidence)
+    cells = require([c for c in load_cells(*evidence) if c["task"] in ("mnist_counting", "mnist_addition")],
+                    "MNIST counting or addition", evidence, "reproduce-table2")
+    df, cells, grid = selected_frame(cells)
+    headers = {**HEADERS, **{m: m for m in df.model if m not in HEADERS}}
 
     def show(v: float, L: int) -> str:
         return fmt(v, 1 if L == 1 else 2, cap=1e6) if not math.isnan(v) else "-"

@@ -128,6 +128,13 @@ INITS = {  # model.init (baselines/rnn.py), as the caption says it
 }
 
 
+def frame(cells: list[dict]) -> pd.DataFrame:
+    """The table's csv frame from its cells: per model, the candidate chosen by validation across
+    the grid (what the claims' rules read)."""
+    df = candidates(cells)
+    return table(df, choose(df) if len(df) else {})
+
+
 def build(evidence: Path | list[Path], out: Path, name: str = "table3") -> list[Path]:
     """Table 3 as ``<out>/<name>.md|csv`` and Figure 3 beside it (``figure3`` followed by what
     follows ``table3`` in ``name``: ``table3_paper`` -> ``figure3_paper``)."""

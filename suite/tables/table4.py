@@ -37,16 +37,9 @@ def cell_row(cell: dict) -> dict:
             "seeds": len(members)}
 
 
-def build(evidence: Path | list[Path], out: Path, name: str = "table4") -> list[Path]:
-    """Table 4 from the evidence files ``evidence`` (one task: Seguí's even-digit counting, or our parity
-    variant) as ``<out>/<name>.md|csv``."""
-    evidence = [evidence] if isinstance(evidence, Path | str) else list(evidence)
-    cells = require([c for c in load_cells(*evidence) if c["task"] in ("mnist_count_even", "mnist_parity")],
-                    "Table 4", evidence, "reproduce-table4")
-    tasks = {c["task"] for c in cells}
-    if len(tasks) > 1:
-        raise SystemExit(f"error: {', '.join(map(str, evidence))} hold cells of {' and '.join(sorted(tasks))}; "
-                         "give one target's evidence")
+def frame(cells: list[dict]) -> pd.DataFrame:
+    """The table's csv frame from its cells (one task's): the paper's rows with ours beside, the final
+    layers the paper has no row for, and each row's median error cut against the base layer."""
     ours = pd.DataFrame([cell_row(c) for c in cells],
                         columns=["layer", "ours", "median", "q25", "q75", "diverged", "seeds"])
     ref = paper("table4").rename(columns={"test_accuracy_pct": "paper"})
@@ -57,11 +50,29 @@ def build(evidence: Path | list[Path], out: Path, name: str = "table4") -> list[
     counting = cells[0]["task"] == "mnist_count_even"
     # the paper's headline: how much of the previous best's error a layer removes (NAC: 54%); the
     # previous best is Seguí et al.'s head where we run it (counting), else the affine layer
-    base, base_words, cut = (("previous_best_wx_plus_b", "Seguí et al.'s head", "error_cut_vs_previous_best_pct")
-                             if counting else ("wx_plus_b", "Wx + b", "error_cut_vs_wx_plus_b_pct"))
+    base, cut = (("previous_best_wx_plus_b", "error_cut_vs_previous_best_pct") if counting
+                 else ("wx_plus_b", "error_cut_vs_wx_plus_b_pct"))
     base_median = df.loc[df.layer == base, "median"]
     base_error = 100 - float(base_median.iloc[0]) if len(base_median) else math.nan
     df[cut] = 100 * (1 - (100 - df["median"]) / base_error)
+    return df
+
+
+def build(evidence: Path | list[Path], out: Path, name: str = "table4") -> list[Path]:
+    """Table 4 from the evidence files ``evidence`` (one task: Seguí's even-digit counting, or our parity
+    variant) as ``<out>/<name>.md|csv``."""
+    evidence = [evidence] if isinstance(evidence, Path | str) else list(evidence)
+    cells = require([c for c in load_cells(*evidence) if c["task"] in ("mnist_count_even", "mnist_parity")],
+                    "Table 4", evidence, "reproduce-table4")
+    tasks = {c["task"] for c in cells}
+    if len(tasks) > 1:
+        raise SystemExit(f"error: {', '.join(map(str, evidence))} hold cells of {' and '.join(sorted(tasks))}; "
+                         "give one target's evidence")
+    df = frame(cells)
+    ref = paper("table4")
+    counting = cells[0]["task"] == "mnist_count_even"
+    base_words, cut = (("Seguí et al.'s head", "error_cut_vs_previous_best_pct") if counting
+                       else ("Wx + b", "error_cut_vs_wx_plus_b_pct"))
     show = df.assign(
         layer=[LABELS.get(k, k if k not in set(ref.layer) else "Seguí et al.'s softmax head (the paper's previous best)"
                           if counting else "previous best (Wx + b), as cited by the paper") for k in df.layer],

@@ -154,6 +154,12 @@ def shown(df: pd.DataFrame) -> pd.DataFrame:
     })
 
 
+def frame(cells: list[dict]) -> pd.DataFrame:
+    """The table's rows from its static arithmetic cells, a sweep of longer budgets aside (what the
+    claims' rules read: their rates at 5,000,000 steps)."""
+    return ordered(with_paper(rows(cells), theirs(cells[0]["config"]["task"]))) if cells else pd.DataFrame()
+
+
 def build(evidence: Path | list[Path], out: Path, long: str | None = None, name: str = "units") -> list[Path]:
     """The table and figure from the static arithmetic cells of the ``evidence`` files; cells of
     the sweep named ``long`` (the same cells with longer budgets) get a table of their own below.
