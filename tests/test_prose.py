@@ -138,7 +138,7 @@ def test_the_check_reads_printed_precision(printed, actual, ok):
 
 def test_the_readme_types_no_measured_number():
     """README.md's times come from the timings block (suite/timings.py) and its results from the
-    claims block (suite/claims.py): outside them, code and cited numbers, it states no decimal and
+    claims block (suite/claims): outside them, code and cited numbers, it states no decimal and
     no duration."""
     text = (ROOT / "README.md").read_text()
     text = re.sub(r"<!-- (claims|timings): generated.*?<!-- /\1 -->", "", text, flags=re.DOTALL)

@@ -1,0 +1,3 @@
+from suite.claims.report import main
+
+main()
