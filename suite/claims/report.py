@@ -140,9 +140,10 @@ def write(results: Path, readme: Path | None) -> list[Path]:
     write_text_atomic(md, markdown(df, results))
     write_text_atomic(csv, df.to_csv(index=False))
     paths = [md, csv, results / "stability.csv"]
-    if readme is not None:
-        write_text_atomic(readme, fill_block(readme.read_text(), BEGIN, END, glance(df, results)))
-        paths.append(readme)
+    report = results / "README.md"  # the reader's report opens with the same table
+    for page in ([readme] if readme is not None else []) + ([report] if report.is_file() and BEGIN in report.read_text() else []):
+        write_text_atomic(page, fill_block(page.read_text(), BEGIN, END, glance(df, results)))
+        paths.append(page)
     return paths
 
 
