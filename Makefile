@@ -18,10 +18,18 @@ RUN := $(PY) -m suite.run
 BEGIN = $(PY) -m suite.inflight $(if $(filter 1 true yes,$(DRY_RUN)),status $(NAME),begin $(NAME) $(SWEPT))
 # after them, it writes its evidence (results/evidence/<NAME>.jsonl, one line per cell, committed), drops
 # the carried state (the evidence holds it now) and builds its tables and figures from the evidence alone
-EVIDENCE = $(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(NAME) $(SWEPT) && $(PY) -m suite.inflight drop $(NAME))
-# then the claims' verdicts (results/claims.md, .csv, and README.md's block) from all the tables, and the
-# time each target took (results/timings.md, .csv, and README.md's block) from all the evidence
-TABLES = $(if $(filter 1 true yes,$(DRY_RUN)),: ,$(PY) -m suite.tables build $(1) && $(PY) -m suite.claims && $(PY) -m suite.timings)
+# A narrowed run (SAMPLE=...) never touches the committed results: its evidence, tables and claims go to a
+# scratch results folder, multirun/.scratch/<name>, and the carried state stays; REPLACE=1 lets it write
+# results/ (suite.evidence also refuses, in one line, to replace committed evidence with cells that are not
+# the same run of the target, unless REPLACE=1)
+REPLACE ?=
+REPLACING := $(if $(filter 1 true yes,$(REPLACE)),--replace)
+SCRATCH = $(if $(and $(strip $(SAMPLE)),$(if $(REPLACING),,x)),multirun/.scratch/$(NAME))
+EVIDENCE = $(if $(filter 1 true yes,$(DRY_RUN)),:,$(if $(SCRATCH),$(PY) -m suite.evidence $(NAME) $(SWEPT) --out $(SCRATCH)/evidence,$(PY) -m suite.evidence $(NAME) $(SWEPT) $(REPLACING) && $(PY) -m suite.inflight drop $(NAME)))
+# then the time each target took (results/timings.md, .csv, and README.md's block) from all the evidence, and
+# last the claims' verdicts (results/claims.md, .csv, the READMEs' blocks) from all the tables, ending with one line
+# that says whether the rebuilt tables and verdicts equal the committed ones (or names each verdict that moved)
+TABLES = $(if $(filter 1 true yes,$(DRY_RUN)),: ,$(if $(SCRATCH),$(PY) -m suite.tables build $(1) --out $(SCRATCH) --evidence-dir $(SCRATCH)/evidence && $(PY) -m suite.claims --results $(SCRATCH) --readme none && echo "a narrowed run (SAMPLE): its evidence and tables and claims are in $(SCRATCH)/ and results/ is as committed (REPLACE=1 writes there)",$(PY) -m suite.tables build $(1) && $(PY) -m suite.timings && $(PY) -m suite.claims))
 DRY := $(if $(filter 1 true yes,$(DRY_RUN)),dry_run=true progress=false hydra/job_logging=disabled)
 # DEVICE=cuda (or cuda:1): every sweep but figure5's trains there (docs/running.md, "On a GPU"); the A3C
 # of figure5 runs in CPU worker processes whatever DEVICE says
@@ -221,7 +229,7 @@ benchmark-unit: install  ## a unit of your own (UNIT=<package.module>:<Class> or
 ifeq ($(PROTOCOL),primer)
 	$(RUN) -m +experiment=benchmark_unit_primer model=$(BENCH_MODEL) 'model.unit=$(UNIT)' name=benchmark_$(BENCH_NAME)_primer hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME)_primer $(SWEEP)
 	$(RUN) -m +experiment=benchmark_unit_primer_div model=$(BENCH_MODEL) 'model.unit=$(UNIT)' name=benchmark_$(BENCH_NAME)_primer hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME)_primer $(SWEEP)
-	$(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(BENCH_NAME)_primer multirun/benchmark_$(BENCH_NAME)_primer --out $(BENCH_OUT) && \
+	$(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(BENCH_NAME)_primer multirun/benchmark_$(BENCH_NAME)_primer --out $(BENCH_OUT) $(REPLACING) && \
 	  $(PY) -m suite.tables scorecard $(BENCH_OUT)/$(BENCH_NAME)_primer.jsonl)
 else ifeq ($(PROTOCOL),tasks)
 	$(if $(filter 1 true yes,$(TOLD)),$(error TOLD=1 tells a unit the arithmetic task's function; PROTOCOL=tasks has tasks without one))
@@ -231,11 +239,11 @@ else ifeq ($(PROTOCOL),tasks)
 	$(RUN) -m +experiment=table3 model=lstm '+model.readout=$(UNIT)' name=benchmark_$(BENCH_NAME)_tasks hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME)_tasks/words $(SWEEP)
 	$(RUN) -m +experiment=figure4 model=lstm '+model.readout=$(UNIT)' name=benchmark_$(BENCH_NAME)_tasks hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME)_tasks/program $(SWEEP)
 	$(RUN) -m +experiment=table4 'task.final_layer=$(UNIT)' name=benchmark_$(BENCH_NAME)_tasks hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME)_tasks/final_layer $(SWEEP)
-	$(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(BENCH_NAME)_tasks multirun/benchmark_$(BENCH_NAME)_tasks --out $(BENCH_OUT) && \
+	$(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(BENCH_NAME)_tasks multirun/benchmark_$(BENCH_NAME)_tasks --out $(BENCH_OUT) $(REPLACING) && \
 	  $(PY) -m suite.tables scorecard $(BENCH_OUT)/$(BENCH_NAME)_tasks.jsonl)
 else
 	$(RUN) -m +experiment=benchmark_unit model=$(BENCH_MODEL) 'model.unit=$(UNIT)' $(BENCH_BUDGET) name=benchmark_$(BENCH_NAME) hydra.sweep.dir=multirun/benchmark_$(BENCH_NAME) $(SWEEP)
-	$(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(BENCH_NAME) multirun/benchmark_$(BENCH_NAME) --out $(BENCH_OUT) && \
+	$(if $(filter 1 true yes,$(DRY_RUN)),:,$(PY) -m suite.evidence $(BENCH_NAME) multirun/benchmark_$(BENCH_NAME) --out $(BENCH_OUT) $(REPLACING) && \
 	  $(PY) -m suite.tables scorecard $(BENCH_OUT)/$(BENCH_NAME).jsonl)
 endif
 

@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         # reuse=null, whatever the default: the scratch holds the committed evidence, whose cells could otherwise be copied
         # as identical twins (suite.evidence.identical) instead of trained, and compared with themselves
         command = ["make", "-o", ".venv/.installed", f"reproduce-{a.target}", f"BUDGET={a.budget}", f"VARIANT={a.variant}",
-                   f"SAMPLE={a.sample} reuse=null".strip(), f"JOBS={a.jobs}"]
+                   f"SAMPLE={a.sample} reuse=null".strip(), f"JOBS={a.jobs}", "REPLACE=1"]  # the scratch tree's results are its own
         print(f"verify {stem}: {' '.join(command)} in {scratch} (log: {log})", file=sys.stderr, flush=True)
         with open(log, "w") as f:
             rc = subprocess.run(command, cwd=scratch, stdout=f, stderr=subprocess.STDOUT).returncode

@@ -87,13 +87,38 @@ def dumps(cells: list[dict]) -> str:
                               separators=(",", ":"), allow_nan=True) + "\n" for c in cells)
 
 
-def write(name: str, sweeps: list[Path], out: Path = EVIDENCE_DIR) -> Path:
-    """Collect ``sweeps`` into ``<out>/<name>.jsonl``; refuses (writing nothing) when they hold no cell."""
+def committed(path: Path) -> bool:
+    """Whether git tracks ``path`` (the suite's committed evidence, or a scorecard's)."""
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(ROOT), "ls-files", "--error-unmatch", str(Path(path).resolve())],
+                          capture_output=True).returncode == 0
+
+
+def differs(cells: list[dict], path: Path) -> str:
+    """How ``cells`` differ from the evidence at ``path`` as a target's run: cells it lacks or adds
+    (by run folder) and cells of other settings (config hash); '' when they are the same run."""
+    old = {c["run"]: c["config_hash"] for c in load(path)}
+    new = {c["run"]: c["config_hash"] for c in cells}
+    lacks, adds = len(old.keys() - new.keys()), len(new.keys() - old.keys())
+    other = sum(old[r] != new[r] for r in old.keys() & new.keys())
+    parts = [f"{lacks} of its {len(old)} cells missing" if lacks else "", f"{adds} cells it has not" if adds else "",
+             f"{other} cells with other settings" if other else ""]
+    return ", ".join(p for p in parts if p)
+
+
+def write(name: str, sweeps: list[Path], out: Path = EVIDENCE_DIR, replace: bool = False) -> Path:
+    """Collect ``sweeps`` into ``<out>/<name>.jsonl``; refuses (writing nothing) when they hold no cell,
+    and when the file is committed and these cells are not the same run of its target (a narrowed
+    run, other settings) unless ``replace``."""
     cells = collect(*sweeps)
     if not cells:
         raise SystemExit(f"error: no finished cells under {', '.join(map(str, sweeps))}; {out / name}.jsonl "
                          "not written (run the target's sweeps first)")
     path = Path(out) / f"{name}.jsonl"
+    if not replace and path.is_file() and committed(path) and (how := differs(cells, path)):
+        raise SystemExit(f"error: these cells are not the committed run of {path} ({how}); nothing replaced, the "
+                         "run folders kept: run the whole target, or REPLACE=1 (--replace) to replace it on purpose")
     write_text_atomic(path, dumps(cells))
     return path
 
@@ -169,6 +194,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("name", help="the evidence file's stem: table1, table1_paper, figure4_builder, ...")
     p.add_argument("sweeps", type=Path, nargs="*", help="the target's sweep folders (multirun/<sweep>)")
     p.add_argument("--out", type=Path, default=EVIDENCE_DIR)
+    p.add_argument("--replace", action="store_true",
+                   help="replace committed evidence with cells that are not the same run (make's REPLACE=1)")
     p.add_argument("--restore", action="store_true", help="write the evidence's cells back into --runs")
     p.add_argument("--runs", type=Path, default=ROOT / "multirun")
     a = p.parse_args(argv)
@@ -178,7 +205,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     if not a.sweeps:
         p.error("give the target's sweep folders (or --restore)")
-    path = write(a.name, a.sweeps, a.out)
+    path = write(a.name, a.sweeps, a.out, a.replace)
     print(f"wrote {path}", file=sys.stderr)
 
 

@@ -23,7 +23,10 @@ class Built:
     args: tuple[str, ...] = ()
 
     def evidence(self, folder: Path = EVIDENCE_DIR) -> list[Path]:
-        return [folder / f"{n}.jsonl" for n in (self.name, *self.reads)]
+        """Its own evidence in ``folder``; the evidence it reads besides, from ``folder`` where it is
+        there, else the committed one (a narrowed run's scratch folder holds its own alone)."""
+        return [folder / f"{self.name}.jsonl"] + [folder / f"{n}.jsonl" if (folder / f"{n}.jsonl").is_file()
+                                                  else EVIDENCE_DIR / f"{n}.jsonl" for n in self.reads]
 
     def command(self, out: Path, folder: Path = EVIDENCE_DIR) -> list[str]:
         """The arguments of ``python -m suite.tables`` that build it into ``out``."""

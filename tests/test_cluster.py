@@ -178,4 +178,4 @@ def test_on_a_real_slurm_the_readme_command_resumes_a_preempted_group_by_itself_
     assert stopped and f"resumed from step {stopped[1]} " in logs
     made = members(sweep)
     assert len(made) == 4 and all(len(m) == 2 for m in made.values())
-    assert (tmp_path / "results/table1_protocol1.md").exists()
+    assert (tmp_path / "multirun/.scratch/table1_protocol1/table1_protocol1.md").exists()  # narrowed: not results/

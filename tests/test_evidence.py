@@ -4,6 +4,8 @@ and the evidence is what the run folders hold."""
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -267,3 +269,50 @@ def test_a_key_the_configs_gained_since_a_committed_cell_was_made_leaves_it_up_t
             if not any(key[:len(p)] == p and now[key] == value for p, value in NEUTRAL.items()):
                 unneutral.append(f"{task}/{model}: {'.'.join(map(str, key))}={now[key]!r}")
     assert unneutral == []
+
+
+def sweep_of(root: Path, cells: dict[str, str]) -> Path:
+    """A sweep folder whose finished cells are named by run folder, each with its config hash."""
+    sweep = root / "multirun" / "t"
+    for folder, digest in cells.items():
+        (sweep / folder).mkdir(parents=True)
+        (sweep / folder / "metrics.json").write_text(json.dumps({"complete": True, "task": "static_arithmetic",
+                                                                 "config_hash": digest, "members": []}))
+    return sweep
+
+
+def test_committed_evidence_is_replaced_only_by_the_same_run_of_its_target_or_on_purpose(tmp_path, monkeypatch):
+    """A narrowed run (fewer cells) or one of other settings (another config hash) leaves committed
+    evidence as it was, in one line naming the switch; the whole run, or REPLACE=1, replaces it."""
+    from suite import evidence
+
+    monkeypatch.setattr(evidence, "committed", lambda path: True)
+    out = tmp_path / "evidence"
+    out.mkdir()
+    whole = sweep_of(tmp_path / "a", {"x": "h1", "y": "h2"})
+    evidence.write("t", [whole], out)
+    before = (out / "t.jsonl").read_text()
+    for cells, said in (({"x": "h1"}, "1 of its 2 cells missing"), ({"x": "h1", "y": "h9"}, "1 cells with other settings")):
+        with pytest.raises(SystemExit, match=rf"not the committed run of .*t\.jsonl \({said}\); nothing replaced.*REPLACE=1"):
+            evidence.write("t", [sweep_of(tmp_path / said.replace(" ", "_"), cells)], out)
+        assert (out / "t.jsonl").read_text() == before
+    evidence.write("t", [whole], out)  # the same run again: replaced (its numbers may differ by machine)
+    evidence.write("t", [sweep_of(tmp_path / "b", {"x": "h1"})], out, replace=True)
+    assert [c["run"] for c in load(out / "t.jsonl")] == ["t/x"]
+
+
+def test_a_narrowed_make_target_writes_a_scratch_results_folder_and_keeps_the_carried_state():
+    """make reproduce-* SAMPLE=... (the docs' way to try a target small) writes its evidence, tables and
+    claims under multirun/.scratch/<name> and drops no carried state; REPLACE=1 writes results/."""
+    def recipe(*extra: str) -> str:
+        return " ".join(subprocess.run(["make", "-n", "-o", ".venv/.installed", "reproduce-table1", *extra], cwd=ROOT,
+                                       capture_output=True, text=True, check=True).stdout.replace("\n", " \n ").split())
+
+    narrowed = recipe("VARIANT=protocol3", "SAMPLE=model=nac task.steps=20")
+    assert "-m suite.evidence table1_protocol3 multirun/table1_static_protocol3 --out multirun/.scratch/table1_protocol3/evidence" in narrowed
+    assert "suite.tables build table1_protocol3 --out multirun/.scratch/table1_protocol3 --evidence-dir" in narrowed
+    assert "suite.claims --results multirun/.scratch/table1_protocol3 --readme none" in narrowed
+    assert "inflight drop" not in narrowed and "suite.timings" not in narrowed
+    on_purpose = recipe("VARIANT=protocol3", "SAMPLE=model=nac", "REPLACE=1")
+    assert "--replace && .venv/bin/python -m suite.inflight drop table1_protocol3" in on_purpose and "suite.timings" in on_purpose
+    assert ".scratch" not in on_purpose and ".scratch" not in recipe()

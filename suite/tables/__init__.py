@@ -15,7 +15,8 @@ written by ``python -m suite.evidence``) alone: ``python -m suite.tables <what> 
     python -m suite.tables scorecard FILE [--out <its folder>]          (one, beside its reference)
     python -m suite.tables scorecards [--folder results/benchmarks]     (each beside its reference)
     python -m suite.tables curves <run or sweep dir> [--out file.png]
-    python -m suite.tables build <name> [--out results]      (as its make target: suite.targets)
+    python -m suite.tables build <name> [--out results] [--evidence-dir results/evidence]
+                                                             (as its make target: suite.targets)
 
 ``--evidence`` defaults to ``results/evidence/<name>.jsonl``.
 """
@@ -78,6 +79,8 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="one table or figure of results/, as its make target builds it")
     b.add_argument("target", choices=sorted(BY_NAME), metavar="name", help=", ".join(BY_NAME))
     b.add_argument("--out", type=Path, default=Path("results"))
+    b.add_argument("--evidence-dir", type=Path, default=None,
+                   help="its evidence folder (default: results/evidence; a narrowed run's scratch folder)")
     one = sub.add_parser("scorecard", help="one scorecard (make benchmark-unit's last step), built from its evidence "
                                            "beside the reference evidence its name calls for (suite.tables.scorecards)")
     one.add_argument("evidence", type=Path, help="results/benchmarks/<class>[_told][_paper|_primer|_tasks].jsonl")
@@ -121,7 +124,9 @@ def run(argv: list[str] | None = None) -> None:
     if a.what == "build":
         from suite.targets import BY_NAME
 
-        return run(BY_NAME[a.target].command(a.out))
+        from suite.evidence import EVIDENCE_DIR
+
+        return run(BY_NAME[a.target].command(a.out, a.evidence_dir or EVIDENCE_DIR))
     if a.what == "scorecard":
         from suite.tables import scorecards
 
