@@ -165,12 +165,17 @@ class Checkpoint:
     listening: bool = False
 
     def read(self) -> tuple[dict | None, str | None]:
-        """The saved state, or None and why it cannot be used (None: there is none)."""
+        """The saved state, or None and why it cannot be used (None: there is none). Tensors and plain
+        data only (``weights_only``): a checkpoint may come from elsewhere (``make carry`` commits them),
+        and a pickle of any other object could run code as it loads, so such a file is refused unread."""
         try:
-            state = torch.load(self.path, weights_only=False)
+            state = torch.load(self.path, weights_only=True)
         except FileNotFoundError:
             return None, None
-        except Exception:  # torn or foreign: a run from scratch
+        except Exception as e:  # torn or foreign: a run from scratch
+            if "unsupported global" in str(e).lower():  # a class or function, which loading would call
+                return None, ("refused: it holds objects other than tensors and plain data, which loading could "
+                              "run as code; not loaded, and replaced by this run's own")
             return None, "unreadable"
         if not (isinstance(state, dict) and state.get("key") == self.key):
             return None, "saved for another run (another config, numerics version or group of cells)"

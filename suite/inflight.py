@@ -38,6 +38,7 @@ import tarfile
 import zlib
 from pathlib import Path
 
+from nalu.errors import ConfigError
 from suite.io import read_json, write_text_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -272,6 +273,18 @@ def begun(runs: Path = RUNS) -> list[str]:
     return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
 
 
+def saved_step(data: bytes, archive: Path, member: str) -> int:
+    """The step a carried checkpoint was saved at, read as tensors and plain data only: a file from
+    git that holds any other object (a pickle could run code as it loads) is refused in one line."""
+    import torch
+
+    try:
+        return torch.load(io.BytesIO(data), weights_only=True).get("step", 0)
+    except Exception as e:
+        raise ConfigError(f"{archive}: {member} is not a checkpoint of tensors and plain data ({str(e).splitlines()[0]}); "
+                          "refused unread: delete the carried file to start the target over") from None
+
+
 def status(name: str, carried: Path = CARRIED) -> str | None:
     """What ``<carried>/<name>.tar.gz`` holds, in a line (a dry run says it: its cells' status is
     this machine's, before unpacking); None where nothing is carried."""
@@ -279,10 +292,7 @@ def status(name: str, carried: Path = CARRIED) -> str | None:
     if blobs is None:
         return None
     archive = carried / f"{name}.tar.gz"
-    import torch
-
-    steps = [torch.load(io.BytesIO(data), weights_only=False).get("step", 0)
-             for arc, data in blobs.items() if Path(arc).name == "checkpoint.pt"]
+    steps = [saved_step(data, archive, arc) for arc, data in blobs.items() if Path(arc).name == "checkpoint.pt"]
     done = sum(Path(arc).name == "metrics.json" for arc in blobs)
     at = f" (at step {', '.join(f'{s:,}' for s in sorted(steps))})" if steps else ""
     cut = f" (in {len(parts(name, carried))} parts)" if not archive.is_file() else ""
@@ -326,7 +336,13 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{a.name}: {taken} cells unpacked from {os.path.relpath(a.carried / a.name)}.tar.gz into "
                   f"{os.path.relpath(a.runs)}{kept_line}", file=sys.stderr)
     elif a.action == "status":
-        if line := status(a.name, a.carried):
+        from nalu.errors import exit_with
+
+        try:
+            line = status(a.name, a.carried)
+        except ConfigError as e:
+            exit_with(e)
+        if line:
             print(line, file=sys.stderr)
     elif a.action == "drop":
         if line := drop(a.name, a.runs, a.carried):

@@ -42,7 +42,7 @@ BUILT = [
     Built("table2", "table2"), Built("table2_last", "table2"), Built("table2_select100", "table2"),
     Built("table2_mnist_example", "table2"), Built("table2_nalu_grid", "table2"),
     Built("table3", "table3"), Built("table3_paper", "table3"), Built("table3_paper_grid", "table3"),
-    Built("table3_tf_init", "table3"),
+    Built("table3_tf_init", "table3"), Built("table3_paper_grid_tf_init", "table3"),
     Built("table4", "table4"), Built("table4_parity", "table4"), Built("table4_long", "table4"),
     Built("table5", "table5"),
     Built("figure4", "figure4"), Built("figure4_numbers", "figure4"), Built("figure4_builder", "figure4"),

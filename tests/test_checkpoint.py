@@ -299,3 +299,50 @@ def test_carry_refuses_while_a_cell_trains_and_names_the_targets_begun_here(tmp_
                        cwd=tmp_path, env=KILLED_ENV, capture_output=True, text=True, timeout=120)
     assert p.returncode != 0 and p.stderr.strip() == ("error: u was not begun here (no multirun/.inflight/u); "
                                                       "begun: t; nothing written")
+
+
+class Planted:
+    """An object whose unpickling runs code (it touches a file): what a crafted checkpoint could carry."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def test_a_checkpoint_holding_anything_but_tensors_and_plain_data_is_refused_unread(tmp_path):
+    """make carry commits checkpoints to git, so a pulled one may be crafted: loading is tensors and
+    plain data only, and a file holding any other object is refused in one line, its code not run."""
+    from nalu.train import Checkpoint
+
+    marker = tmp_path / "ran"
+    path = tmp_path / "checkpoint.pt"
+    torch.save({"step": 5, "key": "k", "payload": Planted(marker)}, path)
+    state, why = Checkpoint(path, key="k").read()
+    assert state is None and why.startswith("refused: it holds objects other than tensors and plain data")
+    assert not marker.exists()
+    torch.save({"step": 5, "key": "k", "model": {"w": torch.ones(2)}, "rngs": [1, 2.0, None]}, path)
+    state, why = Checkpoint(path, key="k").read()
+    assert why is None and state["step"] == 5
+
+
+def test_a_carried_checkpoint_holding_other_objects_is_refused_in_one_line(tmp_path):
+    import io
+    import tarfile
+
+    from .conftest import cli
+
+    marker = tmp_path / "ran"
+    buffer = io.BytesIO()
+    torch.save({"step": 5, "payload": Planted(marker)}, buffer)
+    carried = tmp_path / "inflight"
+    carried.mkdir()
+    with tarfile.open(carried / "t.tar.gz", "w:gz") as tar:
+        info = tarfile.TarInfo("t/cell/checkpoint.pt")
+        info.size = len(buffer.getvalue())
+        tar.addfile(info, io.BytesIO(buffer.getvalue()))
+    p = cli(["-m", "suite.inflight", "status", "t", "--carried", str(carried)], tmp_path, check=False)
+    (line,) = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and "checkpoint.pt is not a checkpoint of tensors and plain data" in line
+    assert not marker.exists()
