@@ -325,6 +325,8 @@ def fit(
     bar.close()
     if checkpoint:
         checkpoint.listening = False
+        if first <= steps and step == steps:  # the last steps kept before the last evaluation, which a stop can cut:
+            checkpoint.save(state(steps))     # a resume then only evaluates again
     final = evaluate(steps)
     if select:
         best_model.eval()

@@ -299,7 +299,10 @@ def train(todo: list[Cell], task, code: dict) -> dict[int, dict]:
     if line := projection([c.cfg for c in todo], done=resume_step):
         log = Announcing(log, f"{todo[0].name}{f' and {len(todo) - 1} more' if len(todo) > 1 else ''}: {line}")
     if resume_step:
-        print(f"{log.name}: resumed from step {resume_step:,} ({checkpoint.path})", file=sys.stderr)
+        reached = last_logged_step(todo[0].out_dir / "history.csv")
+        again = (f"; the last sitting had reached step {reached:,} at least, so {reached - resume_step:,} steps are "
+                 "trained again" if reached > resume_step else "; no step is trained again")
+        print(f"{log.name}: resumed from step {resume_step:,} ({checkpoint.path}){again}", file=sys.stderr)
     start = time.perf_counter()
     checkpoint.on_save = lambda step: note_wall(sittings_path, sittings, time.perf_counter() - start)
     try:
@@ -322,6 +325,17 @@ def train(todo: list[Cell], task, code: dict) -> dict[int, dict]:
 # the signals that stop a run cleanly: SIGTERM (``kill``, ``scancel``, SLURM's end of a job) and
 # SIGUSR2 where something waits for it (submitit on SLURM: preemption or the time limit is near)
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR2)
+
+
+def last_logged_step(history: Path) -> int:
+    """The last step a run folder's history.csv logged (0 where none): how far a stopped sitting got,
+    at least (before a resume drops the rows after its checkpoint)."""
+    try:
+        with open(history, newline="") as f:
+            steps = [int(r.split(",", 1)[0]) for r in f.read().splitlines()[1:] if r[:1].isdigit()]
+    except OSError:
+        return 0
+    return max(steps, default=0)
 
 
 @contextmanager

@@ -209,6 +209,8 @@ def test_cell_killed_mid_run_resumes_from_its_checkpoint(tmp_path, sig, uninterr
     again = subprocess.run(command("killed"), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
     assert f"resumed from step {step:,}" in again.stderr
+    said = next(line for line in again.stderr.splitlines() if "resumed from step" in line)
+    assert said.endswith("steps are trained again") or said.endswith("no step is trained again"), said
     assert not ckpt.exists()  # a finished cell keeps no checkpoint
     whole, killed = (json.loads((d / "metrics.json").read_text()) for d in (uninterrupted, tmp_path / "killed"))
     assert killed["resumed_from"] == step and whole["resumed_from"] == 0
@@ -267,6 +269,8 @@ def test_a_run_stopped_here_and_carried_in_git_resumes_on_another_machine_to_the
     again = subprocess.run(command, cwd=there, env=KILLED_ENV, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
     assert f"resumed from step {step:,}" in again.stderr
+    said = next(line for line in again.stderr.splitlines() if "resumed from step" in line)
+    assert said.endswith("steps are trained again") or said.endswith("no step is trained again"), said
     whole, resumed = (json.loads((d / "metrics.json").read_text()) for d in (uninterrupted, there / "multirun/sw/cell"))
     assert resumed["members"] == whole["members"]
     assert (there / "multirun/sw/done/metrics.json").read_bytes() == (uninterrupted / "metrics.json").read_bytes()
@@ -346,3 +350,35 @@ def test_a_carried_checkpoint_holding_other_objects_is_refused_in_one_line(tmp_p
     (line,) = p.stderr.strip().splitlines()
     assert p.returncode == 2 and "checkpoint.pt is not a checkpoint of tensors and plain data" in line
     assert not marker.exists()
+
+
+def test_the_last_steps_are_saved_before_the_last_evaluation_so_a_stop_there_costs_only_the_evaluation(tmp_path):
+    """A stop that lands in the last evaluation (a preemption, say) found the state of the last
+    checkpoint interval and trained its steps again; now the state at the last step is saved first,
+    and the resumed run only evaluates, ending as the uninterrupted one does."""
+    whole = run(*fresh("nalu"))
+    ckpt = Checkpoint(tmp_path / "checkpoint.pt", every_s=1e9, key="k")  # no save inside the loop
+    model, problem, opt = fresh("nalu")
+    evaluate, calls = problem.evaluate, [0]
+
+    def dies_in_the_last_evaluation(m):
+        calls[0] += 1
+        if calls[0] == 1 + STEPS // EVERY:  # the initial evaluation, the ones inside the loop, then the last
+            raise Killed
+        return evaluate(m)
+
+    problem.evaluate = dies_in_the_last_evaluation
+    with pytest.raises(Killed):
+        run(model, problem, opt, checkpoint=ckpt)
+    assert ckpt.step() == STEPS
+    resumed = run(*fresh("nalu"), checkpoint=ckpt)
+    assert resumed.resumed_from == STEPS
+    same(whole, resumed)
+
+
+def test_a_resume_says_how_many_steps_the_last_sitting_trained_past_its_checkpoint(tmp_path):
+    from suite.runner import last_logged_step
+
+    history = tmp_path / "history.csv"
+    history.write_text("step,seed,metric,value\n0,0,validation,1.0\n1500,0,validation,0.5\n3000,0,validation,0.2\n")
+    assert last_logged_step(history) == 3000 and last_logged_step(tmp_path / "absent.csv") == 0
