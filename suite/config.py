@@ -3,6 +3,8 @@ runner's refusals of values no run can use (each one line, before any file is wr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import importlib
 import math
 from pathlib import Path
@@ -61,12 +63,17 @@ def task_of(cfg: DictConfig) -> Task:
 
 
 def resolve_seeds(seeds) -> list[int]:
-    """``seeds: 10`` means seeds 0..9; a list means exactly those seeds."""
-    if isinstance(seeds, int):
+    """``seeds: 10`` means seeds 0..9; a list means exactly those seeds (non-negative integers)."""
+    def whole(x) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool)
+
+    if whole(seeds):
         if seeds < 1:
             raise ConfigError(f"seeds must be >= 1, got {seeds}")
         return list(range(seeds))
-    seeds = [int(s) for s in seeds]
+    if isinstance(seeds, str) or not isinstance(seeds, Sequence) or not all(whole(s) and s >= 0 for s in seeds):
+        raise ConfigError(f"seeds must be a count (a positive integer) or a list of non-negative integers, got {seeds!r}")
+    seeds = list(seeds)
     if not seeds or len(set(seeds)) != len(seeds):
         raise ConfigError(f"seeds must be a non-empty list of distinct integers, got {seeds}")
     return seeds

@@ -254,3 +254,14 @@ def test_a_target_begins_and_ends_its_carried_state_under_its_evidence_name_and_
     assert p.stdout.index("suite.inflight begin") < p.stdout.index("suite.run")
     for experiment in re.findall(r"\+experiment=(\S+)", p.stdout):  # each sweeps into multirun/<its name>
         assert f"multirun/{compose([f'+experiment={experiment}']).name}" in swept, experiment
+
+
+@pytest.mark.parametrize("seeds,said", [(2.5, "got 2.5"), ("3", "got '3'"), ([0, 1.5], "got [0, 1.5]"),
+                                        ([0, -1], "got [0, -1]"), (True, "got True")])
+def test_seeds_of_the_wrong_type_are_refused_in_one_line_naming_the_value(seeds, said):
+    from nalu.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"seeds must be a count \(a positive integer\) or a list of non-negative "
+                                          rf"integers, {re.escape(said)}"):
+        resolve_seeds(seeds)
+    assert resolve_seeds(3) == [0, 1, 2] and resolve_seeds([4, 7]) == [4, 7]
