@@ -21,6 +21,7 @@ from suite.claims.rules import (EXACT, FAILS, HALF_THE_CUT, IDENTITY_FAILS, MNIS
                                 segui_reference)
 from suite.io import fill_block, generated_main, write_text_atomic
 from suite.provenance import ROOT
+from suite.stability import FRAGILE, RESAMPLES, describe
 
 def sentence(row, claim: Claim) -> str:
     """The primary verdict in one sentence, from its numbers: where, what, and whether the model under
@@ -35,7 +36,7 @@ def sentence(row, claim: Claim) -> str:
 def glance(df: pd.DataFrame, results: Path | None = None) -> str:
     """One row per claim: its registered primary verdict with its stability, the claim's class, one
     sentence from the numbers, and the levers still unpulled; the sensitivity rows are in claims.md."""
-    results = results or ROOT / "results"
+    results, dates = results or ROOT / "results", {c: p.date for c, p in registered().items()}
     lines = ["| claim | the paper says | primary verdict (registered) | stability | class | in numbers | lever left |",
              "|---|---|---|---|---|---|---|"]
     for claim in CLAIMS:
@@ -44,24 +45,15 @@ def glance(df: pd.DataFrame, results: Path | None = None) -> str:
             lines.append(f"| {claim.id} ({claim.section}) | {claim.sentence} | not run | - | untested | - | - |")
             continue
         r = p.iloc[0]
-        from suite.stability import describe
         left = "; ".join(f"{lv.what} ({lv.cost})" for lv in levers_left(claim, results)) or "-"
         lines.append(f"| {claim.id} ({claim.section}) | {claim.sentence} | **{r.verdict}** in `{r.table}`, "
-                     f"{r.reading} (registered {registered()[claim.id].date}) | {describe(r.stability)} | "
+                     f"{r.reading} (registered {dates[claim.id]}) | {describe(r.stability)} | "
                      f"**{r['class']}** | {sentence(r, claim)} | {left} |")
     return "\n".join(lines)
 
 
-def found(rows: pd.DataFrame) -> str:
-    """Each verdict among ``rows`` once, with the first table that reaches it."""
-    r = rows.drop_duplicates("verdict")
-    return ", ".join(f"**{v}** ({t})" for v, t in zip(r.verdict, r.table, strict=True))
-
-
 def thresholds() -> str:
     """Every threshold the rules use, from the constants the rules read."""
-    from suite.stability import FRAGILE, RESAMPLES
-
     return "\n".join([
         f"- **Prints 0.0** (Table 1): a scaled score below {ZERO:g}; where the paper prints a number, ours agrees at "
         f"most twice it. **Fails**: a score of at least {FAILS:g}.",
@@ -151,8 +143,6 @@ def against_committed(results: Path, df: pd.DataFrame) -> list[str]:
     """What a rebuild changed against git's HEAD: one line saying the tables and verdicts equal the
     committed ones, or one line per file that differs and per verdict that moved (with its stability
     and the command that judges whether the move is noise)."""
-    from suite.stability import describe
-
     def git(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
 
